@@ -1,0 +1,178 @@
+/*
+ * cco — GPU communication with symmetric memory and in-kernel transports.
+ *
+ * Host API (C11, also valid C++). Every function returns a ccoResult_t;
+ * output parameters are written only on success. Detail for the last
+ * failure is in ccoGetLastError(comm) (or ccoGetLastError(NULL) for the
+ * calling thread, e.g. when ccoCommCreate itself failed).
+ */
+#ifndef CCO_CCO_H_
+#define CCO_CCO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CCO_VERSION_MAJOR 0
+#define CCO_VERSION_MINOR 1
+#define CCO_VERSION_PATCH 0
+/* One integer that orders releases: 1.2.3 -> 10203. */
+#define CCO_VERSION_CODE(maj, min, pat) ((maj) * 10000 + (min) * 100 + (pat))
+#define CCO_VERSION CCO_VERSION_CODE(CCO_VERSION_MAJOR, CCO_VERSION_MINOR, CCO_VERSION_PATCH)
+
+/* ------------------------------------------------------------------------ */
+/* Results                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* X(name, value, description). The single source of every result code: it
+ * feeds the enum, ccoGetErrorString and the Python exception map. */
+#define CCO_RESULT_LIST(X)                                                        \
+  X(ccoSuccess, 0, "success")                                                     \
+  X(ccoInvalidArgument, 1, "invalid argument")                                    \
+  X(ccoInvalidUsage, 2, "invalid usage")                                          \
+  X(ccoSystemError, 3, "system call failed")                                      \
+  X(ccoCudaError, 4, "CUDA driver error")                                         \
+  X(ccoNetError, 5, "network error")                                              \
+  X(ccoRemoteError, 6, "remote rank failed or closed its connection")             \
+  X(ccoTimeout, 7, "timed out")                                                   \
+  X(ccoOutOfMemory, 8, "out of memory")                                           \
+  X(ccoUnsupported, 9, "unsupported")                                             \
+  X(ccoInternalError, 10, "internal error")
+
+typedef enum {
+#define CCO_RESULT_ENUM_(name, value, desc) name = value,
+  CCO_RESULT_LIST(CCO_RESULT_ENUM_)
+#undef CCO_RESULT_ENUM_
+  ccoNumResults
+} ccoResult_t;
+
+/* Static description of a result code ("unknown result" when out of range). */
+const char* ccoGetErrorString(ccoResult_t result);
+
+typedef struct ccoComm ccoComm;
+
+/* Detail string of the last failure seen on `comm`, or of the calling
+ * thread's last failure when comm is NULL. Never NULL; "" when none. The
+ * string stays valid until the next failing call on the same comm/thread. */
+const char* ccoGetLastError(const ccoComm* comm);
+
+/* Version of the library actually loaded (CCO_VERSION of its build). */
+ccoResult_t ccoGetVersion(int* version);
+
+/* ------------------------------------------------------------------------ */
+/* Unique id and bootstrap                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define CCO_UNIQUE_ID_BYTES 128
+/* Hex text form: two characters per byte, plus the terminating NUL. */
+#define CCO_UNIQUE_ID_STRING_BYTES (2 * CCO_UNIQUE_ID_BYTES + 1)
+
+/* Opaque to users: magic, wire version, root address and port, and a 128-bit
+ * random secret that every joiner must present to the root. Treat it like a
+ * password: whoever holds it may join the job. */
+typedef struct {
+  char internal[CCO_UNIQUE_ID_BYTES];
+} ccoUniqueId;
+
+/* Mints a fresh id: picks the rendezvous interface (CCO_SOCKET_IFNAME), a
+ * free port on it, and a random secret. Rank 0 of the job listens there. */
+ccoResult_t ccoGetUniqueId(ccoUniqueId* id);
+
+/* Writes 256 lowercase hex characters and a NUL into str (at least
+ * CCO_UNIQUE_ID_STRING_BYTES bytes). */
+ccoResult_t ccoUniqueIdToString(const ccoUniqueId* id, char* str, size_t strSize);
+/* Parses the text form; leading/trailing whitespace is accepted. The id is
+ * checked (magic, version, family) before it is written. */
+ccoResult_t ccoUniqueIdFromString(const char* str, ccoUniqueId* id);
+
+/* ------------------------------------------------------------------------ */
+/* Communicators                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Collective over nRanks ranks (processes or threads). perRankVmmSize is the
+ * size of each rank's slot of the flat symmetric VA (0: library default).
+ * Blocking steps are bounded by CCO_BOOTSTRAP_TIMEOUT. */
+ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVmmSize,
+                          ccoComm** comm);
+
+/* Creates a communicator from the environment the `ccorun` launcher sets:
+ * CCO_UNIQUE_ID, CCO_NRANKS, CCO_RANK. */
+ccoResult_t ccoCommCreateFromEnv(size_t perRankVmmSize, ccoComm** comm);
+
+/* Local: releases every resource of the communicator (sockets, threads,
+ * memory), also after an error or ccoCommAbort. Peers still talking to this
+ * rank see ccoRemoteError. */
+ccoResult_t ccoCommDestroy(ccoComm* comm);
+
+/* Marks the communicator failed, wakes every thread blocked in it, and tells
+ * the peers (they fail with ccoRemoteError). Safe to call from any thread
+ * while another thread is blocked in a call on the same communicator. The
+ * handle must still be released with ccoCommDestroy. */
+ccoResult_t ccoCommAbort(ccoComm* comm);
+
+/* The first error found in the background or on any call (a dead peer, an
+ * abort); ccoSuccess while the communicator is healthy. */
+ccoResult_t ccoCommGetAsyncError(ccoComm* comm, ccoResult_t* asyncError);
+
+ccoResult_t ccoCommRank(const ccoComm* comm, int* rank);
+ccoResult_t ccoCommSize(const ccoComm* comm, int* nRanks);
+/* Rank and size of this rank's LSA team (ranks on the same host). */
+ccoResult_t ccoCommLsaRank(const ccoComm* comm, int* lsaRank);
+ccoResult_t ccoCommLsaSize(const ccoComm* comm, int* lsaSize);
+/* Number of distinct hosts, and the index of this rank's host (hosts are
+ * numbered by their lowest world rank). */
+ccoResult_t ccoCommNodeCount(const ccoComm* comm, int* nNodes);
+ccoResult_t ccoCommNodeIndex(const ccoComm* comm, int* node);
+
+/* ------------------------------------------------------------------------ */
+/* Teams                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+  ccoTeamWorld = 0,     /* every rank */
+  ccoTeamLsa = 1,       /* ranks on this rank's host */
+  ccoTeamCrossNode = 2, /* this rank and every rank on another host */
+  ccoTeamRail = 3,      /* ranks with this rank's LSA rank, one per host */
+  ccoNumTeams
+} ccoTeamKind_t;
+
+/* A team as seen from this rank. Member i of the team is world rank
+ * `myWorldRank + (i - rank) * stride` when stride != 0. stride == 0 means
+ * the members do not form an arithmetic progression in world ranks (for
+ * example a host whose ranks are not evenly spaced); translate with
+ * ccoTeamRankToWorld, which always works. */
+typedef struct {
+  int nRanks;
+  int rank;
+  int stride;
+} ccoTeam_t;
+
+ccoResult_t ccoCommTeam(const ccoComm* comm, ccoTeamKind_t kind, ccoTeam_t* team);
+ccoResult_t ccoTeamRankToWorld(const ccoComm* comm, ccoTeamKind_t kind, int teamRank,
+                               int* worldRank);
+/* ccoInvalidArgument when worldRank is not a member of the team. */
+ccoResult_t ccoTeamRankFromWorld(const ccoComm* comm, ccoTeamKind_t kind, int worldRank,
+                                 int* teamRank);
+
+/* ------------------------------------------------------------------------ */
+/* Host collectives over the bootstrap network                              */
+/* ------------------------------------------------------------------------ */
+
+/* Collective barrier across every rank of the communicator (dissemination
+ * over the bootstrap sockets). */
+ccoResult_t ccoBarrierAll(ccoComm* comm);
+
+/* Collective: every rank contributes `bytesPerRank` bytes; recvbuf receives
+ * nRanks * bytesPerRank bytes, rank r's contribution at r * bytesPerRank.
+ * sendbuf may alias recvbuf + rank * bytesPerRank. */
+ccoResult_t ccoBootstrapAllGather(ccoComm* comm, const void* sendbuf, void* recvbuf,
+                                  size_t bytesPerRank);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CCO_CCO_H_ */

@@ -1,0 +1,319 @@
+/* Communicator lifecycle, queries and host collectives. */
+#include "comm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "affinity.h"
+#include "env.h"
+#include "error.h"
+#include "platform/platform.h"
+
+#define CCO_GIB (1ull << 30)
+/* Slots of the flat VA are whole multiples of 4 GiB so that a window can
+ * store its stride as `stride4G` (a peer is base + peer * (stride4G << 32)). */
+#define CCO_SLOT_GRANULE (4ull * CCO_GIB)
+#define CCO_DEFAULT_PER_RANK_VMM (4ull * CCO_GIB)
+#define CCO_MAX_PER_RANK_VMM (1ull << 40)
+#define CCO_MAX_RANKS (1 << 20)
+
+bool cco_comm_is_valid(const ccoComm* comm) { return comm && comm->magic == CCO_COMM_MAGIC; }
+
+void cco_comm_set_last_error(ccoComm* comm, const char* msg) {
+  pthread_mutex_lock(&comm->errLock);
+  snprintf(comm->lastError, sizeof(comm->lastError), "%s", msg);
+  pthread_mutex_unlock(&comm->errLock);
+}
+
+ccoResult_t ccoGetVersion(int* version) {
+  if (!version) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "version is NULL");
+  *version = CCO_VERSION;
+  return ccoSuccess;
+}
+
+/* Binds the calling thread near its GPU before any thread is created, so
+ * the bootstrap and later worker threads inherit it. No GPU: nothing to do. */
+static void bind_near_gpu(int rank) {
+  if (cco_env_bool(CCO_ENV_ID_CCO_IGNORE_CPU_AFFINITY)) {
+    CCO_INFO(AFFINITY, "rank %d: CCO_IGNORE_CPU_AFFINITY set; placement left as it is", rank);
+    return;
+  }
+  if (cco_env_enum(CCO_ENV_ID_CCO_PLATFORM) == 2 /* host */) return;
+  cco_cuda_probe_result probe;
+  cco_cuda_probe(&probe);
+  if (!probe.available) return;
+  char current[CCO_BUS_ID_BYTES];
+  char visible[CCO_MAX_GPUS][CCO_BUS_ID_BYTES];
+  const char* visiblePtrs[CCO_MAX_GPUS];
+  int n = 0;
+  if (cco_cuda_bus_ids(current, visible, CCO_MAX_GPUS, &n) != ccoSuccess) return;
+  for (int i = 0; i < n; i++) visiblePtrs[i] = visible[i];
+  cco_affinity_query q = {"", current, visiblePtrs, n,
+                          cco_env_bool(CCO_ENV_ID_CCO_CPU_AFFINITY_NO_SPLIT)};
+  cco_affinity_kind kind;
+  /* A failed bind is not fatal: the job runs, only slower. */
+  if (cco_affinity_bind_calling_thread(&q, &kind) != ccoSuccess)
+    CCO_WARN(AFFINITY, "rank %d: could not bind near gpu %s: %s", rank, current,
+             cco_thread_last_error());
+}
+
+static ccoResult_t round_vmm_size(size_t requested, size_t* out) {
+  uint64_t size = requested ? (uint64_t)requested : CCO_DEFAULT_PER_RANK_VMM;
+  if (size > CCO_MAX_PER_RANK_VMM)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT,
+                     "perRankVmmSize %zu is over the 1 TiB limit", requested);
+  *out = (size_t)((size + CCO_SLOT_GRANULE - 1) / CCO_SLOT_GRANULE * CCO_SLOT_GRANULE);
+  return ccoSuccess;
+}
+
+static ccoResult_t exchange_topology(ccoComm* comm) {
+  cco_rank_info* infos = calloc((size_t)comm->nRanks, sizeof(cco_rank_info));
+  if (!infos) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for rank info");
+  ccoResult_t res = cco_rank_info_local(&infos[comm->rank]);
+  if (res == ccoSuccess)
+    res = cco_bootstrap_allgather(&comm->boot, comm, infos, sizeof(cco_rank_info));
+  if (res == ccoSuccess) res = cco_topology_build(infos, comm->nRanks, comm->rank, &comm->topo);
+  if (res == ccoSuccess)
+    CCO_INFO(INIT, "rank %d/%d: host %s, node %d of %d, lsa rank %d of %d", comm->rank,
+             comm->nRanks, infos[comm->rank].hostname, comm->topo.node, comm->topo.nNodes,
+             comm->topo.lsaRank, comm->topo.lsaSize);
+  free(infos);
+  return res;
+}
+
+ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVmmSize,
+                          ccoComm** commOut) {
+  const char* detail = NULL;
+  if (!commOut) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "comm is NULL");
+  if (nRanks < 1 || nRanks > CCO_MAX_RANKS)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "nRanks %d out of range 1..%d",
+                     nRanks, CCO_MAX_RANKS);
+  if (rank < 0 || rank >= nRanks)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "rank %d out of range 0..%d",
+                     rank, nRanks - 1);
+  if (cco_env_status(&detail) != ccoSuccess)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_ENV, "%s", detail);
+  cco_id_info info;
+  int err = cco_uniqueid_decode(&id, &info);
+  if (err != CCO_WIRE_OK)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "not a valid cco unique id: %s",
+                     cco_wire_strerror(err));
+  size_t slot = 0;
+  CCO_CHECK(round_vmm_size(perRankVmmSize, &slot));
+
+  bind_near_gpu(rank);
+
+  ccoResult_t res = ccoSuccess;
+  ccoComm* comm = calloc(1, sizeof(*comm));
+  if (!comm) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for comm");
+  comm->magic = CCO_COMM_MAGIC;
+  comm->rank = rank;
+  comm->nRanks = nRanks;
+  comm->perRankVmmSize = slot;
+  atomic_init(&comm->asyncError, ccoSuccess);
+  atomic_init(&comm->aborted, false);
+  pthread_mutex_init(&comm->opLock, NULL);
+  pthread_mutex_init(&comm->errLock, NULL);
+  comm->wakeFd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (comm->wakeFd < 0) {
+    res = cco_error(NULL, ccoSystemError, CCO_SUBSYS_INIT, "eventfd failed: %s", strerror(errno));
+    goto err_comm;
+  }
+  double timeout = cco_env_double(CCO_ENV_ID_CCO_BOOTSTRAP_TIMEOUT);
+  CCO_CHECK_GOTO(cco_bootstrap_init(&comm->boot, comm, &info, nRanks, rank, timeout, comm->wakeFd),
+                 res, err_wake);
+  CCO_CHECK_GOTO(exchange_topology(comm), res, err_boot);
+  CCO_INFO(INIT, "rank %d/%d: communicator %p ready", rank, nRanks, (void*)comm);
+  *commOut = comm;
+  return ccoSuccess;
+
+err_boot:
+  cco_bootstrap_destroy(&comm->boot);
+err_wake:
+  close(comm->wakeFd);
+err_comm:
+  /* The detail lives in the thread's last error; the comm dies with it. */
+  pthread_mutex_destroy(&comm->opLock);
+  pthread_mutex_destroy(&comm->errLock);
+  comm->magic = 0;
+  free(comm);
+  return res;
+}
+
+ccoResult_t ccoCommCreateFromEnv(size_t perRankVmmSize, ccoComm** comm) {
+  const char* detail = NULL;
+  if (cco_env_status(&detail) != ccoSuccess)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_ENV, "%s", detail);
+  const char* text = cco_env_str(CCO_ENV_ID_CCO_UNIQUE_ID);
+  int64_t nRanks = cco_env_int(CCO_ENV_ID_CCO_NRANKS), rank = cco_env_int(CCO_ENV_ID_CCO_RANK);
+  if (!text[0] || nRanks < 1 || rank < 0)
+    return cco_error(NULL, ccoInvalidUsage, CCO_SUBSYS_INIT,
+                     "CCO_UNIQUE_ID, CCO_NRANKS and CCO_RANK must be set (start the program "
+                     "with ccorun)");
+  if (nRanks > CCO_MAX_RANKS || rank >= nRanks)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT,
+                     "CCO_RANK=%lld is out of range for CCO_NRANKS=%lld", (long long)rank,
+                     (long long)nRanks);
+  ccoUniqueId id;
+  CCO_CHECK(ccoUniqueIdFromString(text, &id));
+  return ccoCommCreate(id, (int)nRanks, (int)rank, perRankVmmSize, comm);
+}
+
+#define CCO_VALIDATE_COMM(comm)                                                             \
+  do {                                                                                      \
+    if (!cco_comm_is_valid(comm))                                                           \
+      return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT,                           \
+                       "%s: invalid communicator handle (NULL, destroyed or foreign)", __func__); \
+  } while (0)
+
+static void wake_waiters(ccoComm* comm) {
+  uint64_t one = 1;
+  (void)!write(comm->wakeFd, &one, sizeof(one));
+}
+
+static void note_async_error(ccoComm* comm, ccoResult_t res) {
+  int expected = ccoSuccess;
+  atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res);
+}
+
+ccoResult_t ccoCommAbort(ccoComm* comm) {
+  CCO_VALIDATE_COMM(comm);
+  atomic_store(&comm->aborted, true);
+  wake_waiters(comm);
+  /* A thread blocked in a collective wakes up and releases the lock. */
+  pthread_mutex_lock(&comm->opLock);
+  char reason[96];
+  snprintf(reason, sizeof(reason), "rank %d aborted its communicator", comm->rank);
+  cco_bootstrap_fail(&comm->boot, ccoInvalidUsage, reason);
+  note_async_error(comm, ccoInvalidUsage);
+  pthread_mutex_unlock(&comm->opLock);
+  cco_comm_set_last_error(comm, "communicator aborted with ccoCommAbort");
+  CCO_INFO(INIT, "rank %d: communicator %p aborted", comm->rank, (void*)comm);
+  return ccoSuccess;
+}
+
+ccoResult_t ccoCommDestroy(ccoComm* comm) {
+  CCO_VALIDATE_COMM(comm);
+  wake_waiters(comm); /* nothing may stay blocked on a communicator being destroyed */
+  pthread_mutex_lock(&comm->opLock);
+  comm->magic = 0;
+  cco_bootstrap_destroy(&comm->boot);
+  cco_topology_free(&comm->topo);
+  close(comm->wakeFd);
+  pthread_mutex_unlock(&comm->opLock);
+  pthread_mutex_destroy(&comm->opLock);
+  pthread_mutex_destroy(&comm->errLock);
+  free(comm);
+  return ccoSuccess;
+}
+
+ccoResult_t ccoCommGetAsyncError(ccoComm* comm, ccoResult_t* asyncError) {
+  CCO_VALIDATE_COMM(comm);
+  if (!asyncError)
+    return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_INIT, "asyncError is NULL");
+  *asyncError = (ccoResult_t)atomic_load(&comm->asyncError);
+  return ccoSuccess;
+}
+
+/* Runs one bootstrap collective under the communicator's lock. */
+static ccoResult_t begin_collective(ccoComm* comm, const char* op) {
+  if (atomic_load(&comm->aborted))
+    return cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_BOOT, "rank %d: %s on an aborted communicator",
+                     comm->rank, op);
+  pthread_mutex_lock(&comm->opLock);
+  return ccoSuccess;
+}
+
+static ccoResult_t end_collective(ccoComm* comm, ccoResult_t res) {
+  if (res != ccoSuccess && comm->boot.failResult != ccoSuccess)
+    note_async_error(comm, comm->boot.failResult);
+  pthread_mutex_unlock(&comm->opLock);
+  return res;
+}
+
+ccoResult_t ccoBarrierAll(ccoComm* comm) {
+  CCO_VALIDATE_COMM(comm);
+  CCO_CHECK(begin_collective(comm, "barrier"));
+  return end_collective(comm, cco_bootstrap_barrier(&comm->boot, comm));
+}
+
+ccoResult_t ccoBootstrapAllGather(ccoComm* comm, const void* sendbuf, void* recvbuf,
+                                  size_t bytesPerRank) {
+  CCO_VALIDATE_COMM(comm);
+  if (!recvbuf || (!sendbuf && bytesPerRank))
+    return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_BOOT, "allgather: NULL buffer");
+  char* mine = (char*)recvbuf + (size_t)comm->rank * bytesPerRank;
+  if (sendbuf && sendbuf != mine) {
+    const char* s = sendbuf;
+    const char* r = recvbuf;
+    size_t total = (size_t)comm->nRanks * bytesPerRank;
+    if (s < r + total && r < s + bytesPerRank)
+      return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_BOOT,
+                       "allgather: sendbuf overlaps recvbuf other than at this rank's block");
+    memcpy(mine, sendbuf, bytesPerRank);
+  }
+  CCO_CHECK(begin_collective(comm, "allgather"));
+  return end_collective(comm, cco_bootstrap_allgather(&comm->boot, comm, recvbuf, bytesPerRank));
+}
+
+/* ---------------------------------------------------------------- queries --- */
+
+#define CCO_QUERY(fn, type, out, expr)                                                    \
+  ccoResult_t fn(const ccoComm* comm, type* out) {                                         \
+    CCO_VALIDATE_COMM(comm);                                                              \
+    if (!out) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, #fn ": " #out " is NULL"); \
+    *out = (expr);                                                                        \
+    return ccoSuccess;                                                                    \
+  }
+
+CCO_QUERY(ccoCommRank, int, rank, comm->rank)
+CCO_QUERY(ccoCommSize, int, nRanks, comm->nRanks)
+CCO_QUERY(ccoCommLsaRank, int, lsaRank, comm->topo.lsaRank)
+CCO_QUERY(ccoCommLsaSize, int, lsaSize, comm->topo.lsaSize)
+CCO_QUERY(ccoCommNodeCount, int, nNodes, comm->topo.nNodes)
+CCO_QUERY(ccoCommNodeIndex, int, node, comm->topo.node)
+
+static ccoResult_t check_team_kind(ccoTeamKind_t kind) {
+  if ((int)kind < 0 || kind >= ccoNumTeams)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "unknown team kind %d", (int)kind);
+  return ccoSuccess;
+}
+
+ccoResult_t ccoCommTeam(const ccoComm* comm, ccoTeamKind_t kind, ccoTeam_t* team) {
+  CCO_VALIDATE_COMM(comm);
+  CCO_CHECK(check_team_kind(kind));
+  if (!team) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "team is NULL");
+  *team = comm->topo.teams[kind];
+  return ccoSuccess;
+}
+
+ccoResult_t ccoTeamRankToWorld(const ccoComm* comm, ccoTeamKind_t kind, int teamRank,
+                               int* worldRank) {
+  CCO_VALIDATE_COMM(comm);
+  CCO_CHECK(check_team_kind(kind));
+  if (!worldRank) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "worldRank is NULL");
+  int w = cco_topology_team_to_world(&comm->topo, kind, teamRank);
+  if (w < 0)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT,
+                     "team rank %d out of range 0..%d", teamRank,
+                     comm->topo.teams[kind].nRanks - 1);
+  *worldRank = w;
+  return ccoSuccess;
+}
+
+ccoResult_t ccoTeamRankFromWorld(const ccoComm* comm, ccoTeamKind_t kind, int worldRank,
+                                 int* teamRank) {
+  CCO_VALIDATE_COMM(comm);
+  CCO_CHECK(check_team_kind(kind));
+  if (!teamRank) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "teamRank is NULL");
+  int t = cco_topology_world_to_team(&comm->topo, kind, worldRank);
+  if (t < 0)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT,
+                     "world rank %d is not a member of team %d", worldRank, (int)kind);
+  *teamRank = t;
+  return ccoSuccess;
+}

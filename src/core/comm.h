@@ -1,0 +1,34 @@
+/* The communicator object (internal layout). */
+#ifndef CCO_CORE_COMM_H_
+#define CCO_CORE_COMM_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bootstrap.h"
+#include "cco/cco.h"
+#include "topology.h"
+
+#define CCO_COMM_MAGIC 0x636f6d6d5f636f63ull /* "coc_mmoc" */
+
+struct ccoComm {
+  uint64_t magic; /* CCO_COMM_MAGIC while alive: catches stale or foreign handles */
+  int rank;
+  int nRanks;
+  size_t perRankVmmSize; /* rounded up to 4 GiB */
+  cco_bootstrap boot;
+  cco_topology topo;
+  pthread_mutex_t opLock;  /* serializes collectives of this communicator */
+  pthread_mutex_t errLock; /* guards lastError */
+  char lastError[512];
+  _Atomic int asyncError; /* ccoResult_t; first failure wins */
+  _Atomic bool aborted;
+  int wakeFd; /* eventfd: readable once aborted, wakes every blocked wait */
+};
+
+bool cco_comm_is_valid(const ccoComm* comm);
+void cco_comm_set_last_error(ccoComm* comm, const char* msg);
+
+#endif /* CCO_CORE_COMM_H_ */
