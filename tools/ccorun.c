@@ -983,9 +983,31 @@ static void run_loop(Job* job) {
 
 /* ------------------------------------------------------------------------ */
 
-int main(int argc, char** argv) {
-  Options opt;
-  parse_options(argc, argv, &opt);
+/* Starts the ranks one by one; when one cannot be started, the job is
+ * stopped (the loop then waits for the ones already running). */
+static void start_ranks(Job* job) {
+  /* The ranks run in background process groups: one reading a terminal
+   * would be stopped by SIGTTIN and hang the job, so they get /dev/null. */
+  int stdin_fd = -1;
+  if (isatty(STDIN_FILENO) && (stdin_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    say("cannot open /dev/null: %s", strerror(errno));
+    job->exit_status = EXIT_FAIL; /* nothing started, nothing to stop */
+    return;
+  }
+  for (int i = 0; i < job->n; i++) {
+    Rank* r = &job->ranks[i];
+    if (spawn_rank(job, r, i, stdin_fd)) continue;
+    int stopped = begin_stop(job, NULL);
+    snprintf(job->reason, sizeof job->reason, "could not start rank %d; stopped %d rank%s",
+             r->rank, stopped, plural(stopped));
+    job->exit_status = EXIT_FAIL;
+    break;
+  }
+  close_fd(&stdin_fd);
+}
+
+/* Everything after the command line. Returns ccorun's exit status. */
+static int run_job(const Options* opt) {
   int64_t start = now_ns();
   if (!ensure_std_fds()) {
     say("cannot open /dev/null: %s", strerror(errno));
@@ -993,49 +1015,36 @@ int main(int argc, char** argv) {
   }
   if (!install_signals()) return EXIT_FAIL;
 
-  Job job = {.opt = &opt, .n = opt.np, .state = RUNNING, .deadline = NEVER};
-  if (opt.timeout_s > 0) job.deadline = start + seconds_to_ns(opt.timeout_s);
+  Job job = {.opt = opt, .n = opt->np, .state = RUNNING, .deadline = NEVER};
+  if (opt->timeout_s > 0) job.deadline = start + seconds_to_ns(opt->timeout_s);
 
   IdText id;
-  int rc = obtain_id(&opt, job.deadline, id);
+  int rc = obtain_id(opt, job.deadline, id);
   if (rc != 0) return rc;
-  if (!set_common_env(&opt, id)) return EXIT_FAIL;
+  if (!set_common_env(opt, id)) return EXIT_FAIL;
 
-  job.ranks = calloc((size_t)opt.np, sizeof *job.ranks);
+  job.ranks = calloc((size_t)opt->np, sizeof *job.ranks);
   if (job.ranks == NULL) {
     say("out of memory");
     return EXIT_FAIL;
   }
-  for (int i = 0; i < opt.np; i++) {
+  for (int i = 0; i < opt->np; i++) {
     Rank* r = &job.ranks[i];
-    r->rank = opt.offset + i;
+    r->rank = opt->offset + i;
     r->out[0] = (Stream){.fd = -1, .dest = STDOUT_FILENO};
     r->out[1] = (Stream){.fd = -1, .dest = STDERR_FILENO};
   }
-
-  /* The ranks run in background process groups: one reading a terminal
-   * would be stopped by SIGTTIN and hang the job, so they get /dev/null. */
-  int stdin_fd = -1;
-  if (isatty(STDIN_FILENO)) {
-    stdin_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (stdin_fd < 0) {
-      say("cannot open /dev/null: %s", strerror(errno));
-      return EXIT_FAIL;
-    }
-  }
-  for (int i = 0; i < opt.np; i++) {
-    if (spawn_rank(&job, &job.ranks[i], i, stdin_fd)) continue;
-    int stopped = begin_stop(&job, NULL);
-    snprintf(job.reason, sizeof job.reason, "could not start rank %d; stopped %d rank%s",
-             job.ranks[i].rank, stopped, plural(stopped));
-    job.exit_status = EXIT_FAIL;
-    break;
-  }
-  close_fd(&stdin_fd);
-
+  start_ranks(&job);
   run_loop(&job);
   if (job.reason[0] != '\0') say("%s", job.reason);
   free(job.ranks);
-  free(opt.env);
   return job.exit_status;
+}
+
+int main(int argc, char** argv) {
+  Options opt;
+  parse_options(argc, argv, &opt);
+  int rc = run_job(&opt);
+  free(opt.env);
+  return rc;
 }

@@ -110,8 +110,28 @@ static ccoResult_t fail(cco_bootstrap* bs, ccoComm* comm, ccoResult_t res, const
   return cco_error(comm, res, CCO_SUBSYS_BOOT, "%s", msg);
 }
 
-static ccoResult_t io_fail(cco_bootstrap* bs, ccoComm* comm, cco_io_status st, int peer,
-                           const char* op) {
+/* A peer that failed sends ABORT with its reason before it shuts its links,
+ * but our own send may hit the reset first: look for the reason waiting in
+ * the receive queue of that peer's link before blaming a bare close. */
+static bool pending_abort_reason(int fd, char* reason, size_t size) {
+  uint8_t buf[CCO_WIRE_HEADER_BYTES + CCO_WIRE_TEXT_MAX];
+  cco_wire_header h;
+  if (fd < 0) return false;
+  ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+  if (n < CCO_WIRE_HEADER_BYTES ||
+      cco_wire_decode_header(buf, (size_t)n, CCO_WIRE_TEXT_MAX, &h) != CCO_WIRE_OK ||
+      h.type != CCO_MSG_ABORT || (size_t)n < CCO_WIRE_HEADER_BYTES + h.length)
+    return false;
+  cco_wire_decode_text(buf + CCO_WIRE_HEADER_BYTES, h.length, reason, size);
+  return true;
+}
+
+static ccoResult_t io_fail_peer(cco_bootstrap* bs, ccoComm* comm, cco_io_status st, int peer,
+                                const char* op, int peerFd) {
+  char reason[CCO_WIRE_TEXT_MAX + 1];
+  if (st == CCO_IO_CLOSED && pending_abort_reason(peerFd, reason, sizeof(reason)))
+    return fail(bs, comm, ccoRemoteError, "rank %d: rank %d failed during %s: %s", bs->rank, peer,
+                op, reason);
   int err = errno;
   switch (st) {
     case CCO_IO_CLOSED:
@@ -129,6 +149,11 @@ static ccoResult_t io_fail(cco_bootstrap* bs, ccoComm* comm, cco_io_status st, i
       return fail(bs, comm, ccoSystemError, "rank %d: socket error with rank %d during %s: %s",
                   bs->rank, peer, op, strerror(err));
   }
+}
+
+static ccoResult_t io_fail(cco_bootstrap* bs, ccoComm* comm, cco_io_status st, int peer,
+                           const char* op) {
+  return io_fail_peer(bs, comm, st, peer, op, -1);
 }
 
 static const char* msg_name(uint16_t type) {
@@ -237,7 +262,7 @@ static void missing_slots(const accept_target* tgt, char* buf, size_t size) {
   size_t o = 0;
   buf[0] = '\0';
   for (int s = 0; s < tgt->nSlots && o + 16 < size; s++)
-    if (tgt->slotFds[s] < 0) o += (size_t)snprintf(buf + o, size - o, "%s%d", o ? "," : "", s);
+    if (tgt->slotFds[s] == -1) o += (size_t)snprintf(buf + o, size - o, "%s%d", o ? "," : "", s);
 }
 
 /* Accepts connections on the listening socket until `wanted` authenticated
@@ -566,9 +591,17 @@ err:
 
 static ccoResult_t check_usable(cco_bootstrap* bs, ccoComm* comm, const char* op) {
   if (bs->failResult == ccoSuccess) return ccoSuccess;
-  return cco_error(comm, bs->failResult, CCO_SUBSYS_BOOT,
-                   "rank %d: %s on a communicator that failed earlier: %s", bs->rank, op,
-                   bs->failReason);
+  /* Logged once where it was found; repeating it here would only add noise. */
+  return cco_error_quiet(comm, bs->failResult, "rank %d: %s on a communicator that failed earlier: %s",
+                         bs->rank, op, bs->failReason);
+}
+
+/* Names the ring neighbour behind the failed fd; an ABORT from the
+ * predecessor wins since it carries the root cause. */
+static ccoResult_t ring_fail(cco_bootstrap* bs, ccoComm* comm, cco_io_status st, int badFd) {
+  int n = bs->nRanks;
+  int peer = badFd == bs->outFd[0] ? mod(bs->rank + 1, n) : mod(bs->rank - 1, n);
+  return io_fail_peer(bs, comm, st, peer, "allgather", bs->inFd[0]);
 }
 
 ccoResult_t cco_bootstrap_allgather(cco_bootstrap* bs, ccoComm* comm, void* buf,
@@ -578,22 +611,23 @@ ccoResult_t cco_bootstrap_allgather(cco_bootstrap* bs, ccoComm* comm, void* buf,
     return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_BOOT,
                      "allgather of %zu bytes per rank is over the 4 GiB limit", bytesPerRank);
   uint32_t seq = ++bs->seq;
-  int n = bs->nRanks, next = mod(bs->rank + 1, n), prev = mod(bs->rank - 1, n);
+  int n = bs->nRanks, prev = mod(bs->rank - 1, n);
   char* data = buf;
   for (int step = 0; step < n - 1; step++) {
     double deadline = cco_deadline_after(bs->timeout);
     int sendIdx = mod(bs->rank - step, n), recvIdx = mod(bs->rank - step - 1, n);
     uint8_t out[CCO_WIRE_HEADER_BYTES], in[CCO_WIRE_HEADER_BYTES];
     cco_wire_encode_header(out, CCO_MSG_DATA, (uint32_t)bytesPerRank, seq);
+    int bad = bs->inFd[0];
     cco_io_status st = cco_socket_sendrecv(bs->outFd[0], out, sizeof(out), bs->inFd[0], in,
-                                           sizeof(in), deadline, bs->wakeFd);
-    if (st != CCO_IO_OK) return io_fail(bs, comm, st, prev, "allgather");
+                                           sizeof(in), deadline, bs->wakeFd, &bad);
+    if (st != CCO_IO_OK) return ring_fail(bs, comm, st, bad);
     CCO_CHECK(check_header(bs, comm, in, bs->inFd[0], CCO_MSG_DATA, (uint32_t)bytesPerRank, seq,
                            prev, "allgather"));
     st = cco_socket_sendrecv(bs->outFd[0], data + (size_t)sendIdx * bytesPerRank, bytesPerRank,
                              bs->inFd[0], data + (size_t)recvIdx * bytesPerRank, bytesPerRank,
-                             deadline, bs->wakeFd);
-    if (st != CCO_IO_OK) return io_fail(bs, comm, st, st == CCO_IO_CLOSED ? prev : next, "allgather");
+                             deadline, bs->wakeFd, &bad);
+    if (st != CCO_IO_OK) return ring_fail(bs, comm, st, bad);
   }
   return ccoSuccess;
 }
@@ -606,9 +640,11 @@ ccoResult_t cco_bootstrap_barrier(cco_bootstrap* bs, ccoComm* comm) {
     int from = mod(bs->rank - (1 << k), bs->nRanks);
     uint8_t out[CCO_WIRE_HEADER_BYTES], in[CCO_WIRE_HEADER_BYTES];
     cco_wire_encode_header(out, CCO_MSG_BARRIER, 0, seq);
+    int bad = bs->inFd[k];
     cco_io_status st = cco_socket_sendrecv(bs->outFd[k], out, sizeof(out), bs->inFd[k], in,
-                                           sizeof(in), deadline, bs->wakeFd);
-    if (st != CCO_IO_OK) return io_fail(bs, comm, st, from, "barrier");
+                                           sizeof(in), deadline, bs->wakeFd, &bad);
+    int peer = bad == bs->outFd[k] ? mod(bs->rank + (1 << k), bs->nRanks) : from;
+    if (st != CCO_IO_OK) return io_fail_peer(bs, comm, st, peer, "barrier", bs->inFd[k]);
     CCO_CHECK(check_header(bs, comm, in, bs->inFd[k], CCO_MSG_BARRIER, 0, seq, from, "barrier"));
   }
   return ccoSuccess;

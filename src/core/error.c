@@ -29,15 +29,28 @@ const char* ccoGetLastError(const ccoComm* comm) {
   return comm->lastError;
 }
 
+static void record(ccoComm* comm, const char* fmt, va_list ap, char* msg, size_t size) {
+  vsnprintf(msg, size, fmt, ap);
+  memcpy(t_last_error, msg, size);
+  if (comm && cco_comm_is_valid(comm)) cco_comm_set_last_error(comm, msg);
+}
+
+ccoResult_t cco_error_quiet(ccoComm* comm, ccoResult_t result, const char* fmt, ...) {
+  char msg[sizeof(t_last_error)];
+  va_list ap;
+  va_start(ap, fmt);
+  record(comm, fmt, ap, msg, sizeof(msg));
+  va_end(ap);
+  return result;
+}
+
 ccoResult_t cco_error(ccoComm* comm, ccoResult_t result, cco_log_subsys subsys, const char* fmt,
                       ...) {
   char msg[sizeof(t_last_error)];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
+  record(comm, fmt, ap, msg, sizeof(msg));
   va_end(ap);
-  memcpy(t_last_error, msg, sizeof(msg));
-  if (comm && cco_comm_is_valid(comm)) cco_comm_set_last_error(comm, msg);
   cco_log_level level =
       (result == ccoInvalidArgument || result == ccoInvalidUsage) ? CCO_LOG_INFO : CCO_LOG_WARN;
   if (cco_log_enabled(level, subsys))

@@ -12,6 +12,10 @@
 ccoResult_t cco_error(ccoComm* comm, ccoResult_t result, cco_log_subsys subsys, const char* fmt,
                       ...) __attribute__((format(printf, 4, 5)));
 
+/* Same, without a log line: for failures already logged where found. */
+ccoResult_t cco_error_quiet(ccoComm* comm, ccoResult_t result, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Thread-local last error (also used by ccoGetLastError(NULL)). */
 const char* cco_thread_last_error(void);
 

@@ -305,7 +305,8 @@ static int recv_step(int fd, char* buf, size_t len, size_t* done, cco_io_status*
 }
 
 cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLen, int recvFd,
-                                  void* recvBuf, size_t recvLen, double deadline, int wakeFd) {
+                                  void* recvBuf, size_t recvLen, double deadline, int wakeFd,
+                                  int* failedFd) {
   size_t sent = 0, got = 0;
   cco_io_status st = CCO_IO_OK;
   for (;;) {
@@ -315,12 +316,18 @@ cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLe
       progress = 0;
       if (sent < sendLen) {
         int r = send_step(sendFd, sendBuf, sendLen, &sent, &st);
-        if (r < 0) return st;
+        if (r < 0) {
+          if (failedFd) *failedFd = sendFd;
+          return st;
+        }
         progress |= r;
       }
       if (got < recvLen) {
         int r = recv_step(recvFd, recvBuf, recvLen, &got, &st);
-        if (r < 0) return st;
+        if (r < 0) {
+          if (failedFd) *failedFd = recvFd;
+          return st;
+        }
         progress |= r;
       }
     } while (progress && (sent < sendLen || got < recvLen));
@@ -346,11 +353,11 @@ cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLe
 
 cco_io_status cco_socket_send_all(int fd, const void* buf, size_t len, double deadline,
                                   int wakeFd) {
-  return cco_socket_sendrecv(fd, buf, len, -1, NULL, 0, deadline, wakeFd);
+  return cco_socket_sendrecv(fd, buf, len, -1, NULL, 0, deadline, wakeFd, NULL);
 }
 
 cco_io_status cco_socket_recv_all(int fd, void* buf, size_t len, double deadline, int wakeFd) {
-  return cco_socket_sendrecv(-1, NULL, 0, fd, buf, len, deadline, wakeFd);
+  return cco_socket_sendrecv(-1, NULL, 0, fd, buf, len, deadline, wakeFd, NULL);
 }
 
 void cco_socket_close(int* fd) {

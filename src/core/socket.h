@@ -73,9 +73,11 @@ cco_io_status cco_socket_send_all(int fd, const void* buf, size_t len, double de
 cco_io_status cco_socket_recv_all(int fd, void* buf, size_t len, double deadline, int wakeFd);
 
 /* Sends one buffer and receives another at once, so two ranks exchanging
- * large messages cannot both block in send. Either fd may be -1 (len 0). */
+ * large messages cannot both block in send. Either fd may be -1 (len 0).
+ * On CLOSED or ERROR, *failedFd (if not NULL) names the fd that failed. */
 cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLen, int recvFd,
-                                  void* recvBuf, size_t recvLen, double deadline, int wakeFd);
+                                  void* recvBuf, size_t recvLen, double deadline, int wakeFd,
+                                  int* failedFd);
 
 /* Waits until fd is readable (or deadline / wake). */
 cco_io_status cco_socket_wait_readable(int fd, double deadline, int wakeFd);

@@ -1,0 +1,107 @@
+/*
+ * Helpers for the multi-process tests that launch their own ranks with
+ * fork(): checks that count passes and failures, a fork/wait harness with a
+ * time limit, and resource counters for leak checks.
+ */
+#ifndef CCO_TESTS_MP_UTIL_H_
+#define CCO_TESTS_MP_UTIL_H_
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cco/cco.h"
+
+static int mp_passed, mp_failed;
+
+#define MP_CHECK(cond, ...)                                   \
+  do {                                                        \
+    if (cond) {                                               \
+      mp_passed++;                                            \
+    } else {                                                  \
+      mp_failed++;                                            \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                           \
+      fprintf(stderr, "\n");                                  \
+    }                                                         \
+  } while (0)
+
+static inline int mp_finish(const char* name) {
+  printf("%s: %d passed, %d failed\n", name, mp_passed, mp_failed);
+  return mp_failed ? 1 : 0;
+}
+
+static inline double mp_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void mp_sleep(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+typedef int (*mp_rank_fn)(int rank, int nRanks, ccoUniqueId id, void* arg);
+
+/* Forks one child per rank; returns their pids. The child exits with fn's
+ * return value. */
+static inline void mp_spawn(pid_t* pids, int first, int count, int nRanks, ccoUniqueId id,
+                            mp_rank_fn fn, void* arg) {
+  fflush(stdout);
+  fflush(stderr);
+  for (int i = 0; i < count; i++) {
+    pid_t pid = fork();
+    if (pid == 0) _exit(fn(first + i, nRanks, id, arg));
+    pids[i] = pid;
+  }
+}
+
+/* Waits for the children until the time limit; kills leftovers. Writes each
+ * exit code (128+signal when killed, -1 when it had to be killed). */
+static inline void mp_wait(pid_t* pids, int count, double limit, int* codes) {
+  double end = mp_now() + limit;
+  int left = count;
+  for (int i = 0; i < count; i++) codes[i] = -2;
+  while (left > 0 && mp_now() < end) {
+    for (int i = 0; i < count; i++) {
+      if (codes[i] != -2) continue;
+      int st;
+      pid_t r = waitpid(pids[i], &st, WNOHANG);
+      if (r == pids[i]) {
+        codes[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        left--;
+      }
+    }
+    if (left) mp_sleep(0.005);
+  }
+  for (int i = 0; i < count; i++) {
+    if (codes[i] != -2) continue;
+    kill(pids[i], SIGKILL);
+    waitpid(pids[i], NULL, 0);
+    codes[i] = -1;
+  }
+}
+
+static inline int mp_count_dir(const char* path) {
+  DIR* d = opendir(path);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent* e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+/* Minus the fd opendir itself holds while counting. */
+static inline int mp_count_fds(void) { return mp_count_dir("/proc/self/fd") - 1; }
+static inline int mp_count_threads(void) { return mp_count_dir("/proc/self/task"); }
+
+#define MP_OK(call) ((call) == ccoSuccess)
+
+#endif /* CCO_TESTS_MP_UTIL_H_ */
