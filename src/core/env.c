@@ -70,7 +70,10 @@ int cco_env_parse(const cco_env_desc* desc, const char* text, cco_env_value* out
       return -1;
     case CCO_ENV_INT: {
       errno = 0;
-      long long v = strtoll(text, &end, 0);
+      /* Decimal unless 0x: "010" is ten to a user, not eight. */
+      const char* digits = text + (text[0] == '-' || text[0] == '+');
+      int base = (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) ? 16 : 10;
+      long long v = strtoll(text, &end, base);
       while (end && isspace((unsigned char)*end)) end++;
       if (text[0] == '\0' || errno != 0 || !end || *end != '\0') {
         snprintf(err, errSize, "%s='%s' is not an integer", desc->name, text);
@@ -133,8 +136,10 @@ static void load_all(cco_env_lookup_fn lookup, void* arg) {
       if (text && g_status == ccoSuccess) {
         /* First bad variable wins the message; the rest fall back too. */
         g_status = ccoInvalidArgument;
-        snprintf(g_error, sizeof(g_error), "%s%s", err,
-                 source == d->alias ? " (through its alias)" : "");
+        if (source == d->alias)
+          snprintf(g_error, sizeof(g_error), "%s (set as its alias %s)", err, d->alias);
+        else
+          snprintf(g_error, sizeof(g_error), "%s", err);
       }
       /* Defaults are compile-time constants that the unit tests parse. */
       (void)cco_env_parse(d, d->defaultText, &value, err, sizeof(err));

@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -93,8 +94,10 @@ bool cco_ifname_matches(const char* spec, const char* ifname) {
   bool hit = false;
   const char* p = spec;
   while (*p && !hit) {
+    while (*p == ' ') p++; /* "eth, ib" means "eth,ib" */
     const char* comma = strchr(p, ',');
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    while (len > 0 && p[len - 1] == ' ') len--;
     if (len > 0) {
       if (exact) hit = strlen(ifname) == len && strncmp(ifname, p, len) == 0;
       else hit = strncmp(ifname, p, len) == 0;
@@ -281,6 +284,10 @@ cco_io_status cco_socket_accept(int listenFd, double deadline, int wakeFd, int* 
   }
 }
 
+#ifndef CCO_SPIN_SECONDS
+#define CCO_SPIN_SECONDS 5e-6
+#endif
+
 /* One non-blocking send step: >0 progressed, 0 would block, <0 status. */
 static int send_step(int fd, const char* buf, size_t len, size_t* done, cco_io_status* st) {
   ssize_t n = send(fd, buf + *done, len - *done, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -309,6 +316,7 @@ cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLe
                                   int* failedFd) {
   size_t sent = 0, got = 0;
   cco_io_status st = CCO_IO_OK;
+  double spinUntil = 0;
   for (;;) {
     /* Try both directions first: the common case needs no poll at all. */
     int progress;
@@ -332,6 +340,11 @@ cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLe
       }
     } while (progress && (sent < sendLen || got < recvLen));
     if (sent == sendLen && got == recvLen) return CCO_IO_OK;
+    if (spinUntil == 0) spinUntil = cco_time_now() + CCO_SPIN_SECONDS;
+    if (cco_time_now() < spinUntil) {
+      sched_yield();
+      continue;
+    }
 
     struct pollfd p[3];
     int n = 0, wakeIdx = -1;

@@ -1,5 +1,7 @@
 /* Unique id: minting, and its hex text form. */
 #include <ctype.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
@@ -23,6 +25,46 @@ static ccoResult_t random_bytes(uint8_t* out, size_t n) {
   return ccoSuccess;
 }
 
+/* The kernel's ephemeral port range (what port-0 binds and connects use). */
+static void ephemeral_range(unsigned* lo, unsigned* hi) {
+  *lo = 32768;
+  *hi = 60999;
+  FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+  if (!f) return;
+  unsigned a, b;
+  if (fscanf(f, "%u %u", &a, &b) == 2 && a <= b && b <= 65535) *lo = a, *hi = b;
+  fclose(f);
+}
+
+/* The root's port stays free from ccoGetUniqueId until rank 0 binds it, so
+ * it is drawn outside the ephemeral range: no port-0 bind or outgoing
+ * connection of this machine (other communicators' links included) can
+ * take it in between. It is checked free by binding it once. */
+static ccoResult_t pick_root_port(cco_sockaddr* root) {
+  unsigned lo, hi;
+  ephemeral_range(&lo, &hi);
+  const unsigned floor = 10000; /* stay clear of well-known service ports */
+  unsigned below = lo > floor ? lo - floor : 0, above = 65535 - hi;
+  for (int attempt = 0; attempt < 64 && below + above > 0; attempt++) {
+    uint32_t r;
+    CCO_CHECK(random_bytes((uint8_t*)&r, sizeof(r)));
+    unsigned pick = r % (below + above);
+    unsigned port = pick < below ? floor + pick : hi + 1 + (pick - below);
+    int fd = socket(cco_sockaddr_family(root), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    cco_sockaddr_set_port(root, (uint16_t)port);
+    int ok = bind(fd, (const struct sockaddr*)&root->ss, cco_sockaddr_len(root)) == 0;
+    close(fd);
+    if (ok) return ccoSuccess;
+  }
+  /* Unusual port layout: fall back to a kernel-chosen port. */
+  int fd = -1;
+  cco_sockaddr_set_port(root, 0);
+  CCO_CHECK(cco_socket_listen(root, false, &fd, root));
+  cco_socket_close(&fd);
+  return ccoSuccess;
+}
+
 ccoResult_t ccoGetUniqueId(ccoUniqueId* id) {
   if (!id) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_BOOT, "id is NULL");
   const char* detail = NULL;
@@ -35,12 +77,8 @@ ccoResult_t ccoGetUniqueId(ccoUniqueId* id) {
   char ifname[64] = "";
   CCO_CHECK(cco_socket_pick_address(cco_env_str(CCO_ENV_ID_CCO_SOCKET_IFNAME), family, &info.root,
                                     ifname, sizeof(ifname)));
-  /* Ask the kernel for a free port; rank 0 binds it again (SO_REUSEADDR). */
-  int fd = -1;
-  cco_sockaddr_set_port(&info.root, 0);
-  CCO_CHECK(cco_socket_listen(&info.root, false, &fd, &info.root));
-  cco_socket_close(&fd);
   CCO_CHECK(random_bytes(info.secret, sizeof(info.secret)));
+  CCO_CHECK(pick_root_port(&info.root));
   cco_uniqueid_encode(&info, id);
   char buf[96];
   CCO_INFO(BOOT, "unique id: root %s on %s", cco_sockaddr_str(&info.root, buf, sizeof(buf)), ifname);

@@ -114,8 +114,11 @@ int cco_wire_decode_hello(const uint8_t* buf, size_t len, cco_wire_hello* h) {
   if (out.purpose != CCO_HELLO_JOIN && out.purpose != CCO_HELLO_LINK) return CCO_WIRE_EVALUE;
   if (out.nRanks == 0 || out.nRanks > (uint32_t)INT32_MAX) return CCO_WIRE_EVALUE;
   int err = cco_wire_decode_addr(p + 16, CCO_WIRE_ADDR_BYTES, &out.addr);
-  /* A link hello carries no address; a join must carry a valid one. */
-  if (err != CCO_WIRE_OK && out.purpose == CCO_HELLO_JOIN) return err;
+  /* A link hello carries no address; a join must carry a reachable one. */
+  if (out.purpose == CCO_HELLO_JOIN) {
+    if (err != CCO_WIRE_OK) return err;
+    if (cco_sockaddr_port(&out.addr) == 0) return CCO_WIRE_EVALUE;
+  }
   *h = out;
   return CCO_WIRE_OK;
 }

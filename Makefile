@@ -1,0 +1,52 @@
+# cco — top-level entry points.
+#   make         build into build/ (programs in build/bin, libraries in build/lib)
+#   make demo    the main job: 4 ranks through ccorun
+#   make test    every test: gcc build, ASan+UBSan build, clang build
+#   make bench   the benchmarks that run on this machine
+# Each target installs missing system packages first (as root).
+
+BUILD      ?= build
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD_TYPE ?= RelWithDebInfo
+# nvcc is often installed outside PATH; CMake builds CUDA sources when it exists.
+NVCC       := $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+CMAKE_ENV  := $(if $(NVCC),CUDACXX=$(NVCC))
+CTEST      := ctest --output-on-failure --timeout 600
+
+.PHONY: all deps build demo test test-main test-asan test-clang bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@$(CMAKE_ENV) cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/bin/ccorun -n 4 -t 120 $(BUILD)/bin/cco-demo
+
+test: test-main test-asan test-clang
+
+test-main: build
+	cd $(BUILD) && $(CTEST)
+
+# Sanitizers catch what a passing test can hide: leaks, overflows, UB.
+test-asan: deps
+	@$(CMAKE_ENV) cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DCCO_SANITIZE=ON >/dev/null
+	@cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
+
+# Warnings are errors under clang too.
+test-clang: deps
+	@CC=clang $(CMAKE_ENV) cmake -S . -B $(BUILD)-clang -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD)-clang -j $(JOBS)
+	cd $(BUILD)-clang && $(CTEST) -L unit
+
+bench: build
+	$(BUILD)/bin/cco-bench-bootstrap 16
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-clang

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what building and testing cco needs on a fresh Debian/Ubuntu
+# machine. As root it runs apt-get for whatever is missing; otherwise it
+# names the packages and fails.
+set -eu
+# command:package
+needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang ip:iproute2 pgrep:procps"
+missing=""
+for pair in $needs; do
+  cmd=${pair%%:*} pkg=${pair#*:}
+  command -v "$cmd" >/dev/null 2>&1 || missing="$missing $pkg"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "install-deps: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+  echo "install-deps: missing packages:$missing (install them as root: apt-get install$missing)" >&2
+  exit 1
+fi
