@@ -233,7 +233,7 @@ static bool is_retryable_connect_error(int err) {
 
 cco_io_status cco_socket_connect(const cco_sockaddr* remote, double deadline, int wakeFd,
                                  int* fdOut) {
-  double backoff = 0.002;
+  double backoff = 0.0002; /* grows to 0.1 s: the listener is usually up within microseconds */
   for (;;) {
     int fd = socket(remote->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return CCO_IO_ERROR;
@@ -263,7 +263,8 @@ cco_io_status cco_socket_connect(const cco_sockaddr* remote, double deadline, in
     /* The listener is not up yet: back off (bounded) and retry. */
     if (cco_time_now() + backoff > deadline) return CCO_IO_TIMEOUT;
     struct pollfd p = {wakeFd, POLLIN, 0};
-    int n = poll(&p, wakeFd >= 0 ? 1 : 0, (int)(backoff * 1000));
+    struct timespec pause = {0, (long)(backoff * 1e9)};
+    int n = ppoll(&p, wakeFd >= 0 ? 1 : 0, &pause, NULL);
     if (n > 0) return CCO_IO_WOKEN;
     if (backoff < 0.1) backoff *= 2;
   }
