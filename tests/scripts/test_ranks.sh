@@ -54,5 +54,15 @@ info_env() {
     ! CCO_DEBUG=LOUD "$bin/cco-info" >/dev/null 2>&1
 }
 check "cco-info -e prints the table, aliases and refuses bad values" info_env
+debug_file() {
+  rm -f "$tmp"/log.*
+  CCO_DEBUG=INFO CCO_DEBUG_SUBSYS=BOOT CCO_DEBUG_FILE="$tmp/log.%h.%p" \
+    "$bin/ccorun" -t 30 -n 2 "$bin/mp_basic" --iters 10 >/dev/null 2>&1 || return 1
+  # ccorun itself plus the two ranks each write their own file.
+  [ "$(grep -l "cco INFO BOOT" "$tmp"/log.* | wc -l)" -ge 2 ] &&
+    grep -q "listening on" "$tmp"/log.* &&
+    ! CCO_DEBUG_SUBSYS=INIT CCO_DEBUG=INFO "$bin/ccorun" -t 30 -n 2 "$bin/mp_basic" --iters 10 2>&1 | grep -q "INFO BOOT"
+}
+check "CCO_DEBUG_FILE with %h/%p, CCO_DEBUG_SUBSYS filter" debug_file
 echo "test_ranks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
