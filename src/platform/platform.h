@@ -1,20 +1,97 @@
 /*
- * Platforms: where symmetric memory lives. `host` (CPU memory, always
- * present) and `cuda` (GPU memory through the driver API, loaded at run time
- * so libcco never links libcuda and runs on machines without a driver).
+ * Platforms: where symmetric memory lives, as an ops table (libfabric's
+ * hmem_ops[SYSTEM|CUDA] split).
+ *
+ * - host: CPU memory. Physical chunks are memfds mapped MAP_SHARED|MAP_FIXED
+ *   into a PROT_NONE reservation; a chunk is shared by passing its fd.
+ * - cuda: GPU memory through the CUDA driver's VMM API (cuMemCreate with
+ *   POSIX-fd handles, cuMemMap, cuMemSetAccess), loaded with dlopen so libcco
+ *   never links libcuda and runs on machines without a driver.
+ *
+ * Both share physical memory between processes as a file descriptor, so the
+ * window layer above exchanges fds and never looks at the platform.
  */
 #ifndef CCO_PLATFORM_PLATFORM_H_
 #define CCO_PLATFORM_PLATFORM_H_
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "cco/cco.h"
 
 #define CCO_BUS_ID_BYTES 32
 #define CCO_MAX_GPUS 64
 
+typedef enum { CCO_PLATFORM_HOST = 0, CCO_PLATFORM_CUDA = 1 } cco_platform_kind;
+
+/* A physical memory chunk owned by this process. */
 typedef struct {
-  bool available;  /* libcuda loaded, cuInit succeeded, at least one device */
+  size_t size;
+  int fd;          /* host: the memfd; cuda: -1 (exported on demand) */
+  uint64_t handle; /* cuda: CUmemGenericAllocationHandle; host: 0 */
+} cco_chunk;
+
+/* What a rank says about its device, so LSA peers can check they can map
+ * each other's memory. */
+typedef struct {
+  char busId[CCO_BUS_ID_BYTES]; /* "" on the host platform */
+  int32_t device;               /* ordinal in this process; -1 on the host platform */
+  int32_t platform;             /* cco_platform_kind */
+} cco_device_identity;
+
+typedef struct cco_platform cco_platform;
+
+typedef struct {
+  const char* name;
+  /* Alignment and size granule of chunks and mappings. */
+  size_t (*granularity)(const cco_platform* p);
+  /* Virtual address reservation (nothing mapped, any access faults). */
+  ccoResult_t (*reserve)(cco_platform* p, size_t size, size_t alignment, void** base);
+  ccoResult_t (*unreserve)(cco_platform* p, void* base, size_t size);
+  /* Physical memory. */
+  ccoResult_t (*chunk_create)(cco_platform* p, size_t size, cco_chunk* chunk);
+  ccoResult_t (*chunk_release)(cco_platform* p, cco_chunk* chunk);
+  /* A new fd for the chunk, owned by the caller (to send to a peer). */
+  ccoResult_t (*chunk_export)(cco_platform* p, const cco_chunk* chunk, int* fd);
+  /* Takes a peer's fd (the callee owns it afterwards, also on failure). */
+  ccoResult_t (*chunk_import)(cco_platform* p, int fd, size_t size, cco_chunk* chunk);
+  /* Maps a chunk at addr inside a reservation, readable and writable by this
+   * rank's device (and CPU on the host platform). */
+  ccoResult_t (*map)(cco_platform* p, void* addr, const cco_chunk* chunk);
+  /* Returns the range to reserved, inaccessible state. */
+  ccoResult_t (*unmap)(cco_platform* p, void* addr, size_t size);
+  /* The chunk backing an allocation made outside cco (external windows):
+   * extPtr must be the start of that allocation and `size` its size. */
+  ccoResult_t (*chunk_from_pointer)(cco_platform* p, void* extPtr, size_t size, cco_chunk* chunk);
+  /* Copies `size` bytes from host memory to the device-visible address dst
+   * (window descriptors). */
+  ccoResult_t (*copy_to_device)(cco_platform* p, void* dst, const void* src, size_t size);
+  /* Small device-visible allocations for descriptors. */
+  ccoResult_t (*desc_alloc)(cco_platform* p, size_t size, void** ptr);
+  ccoResult_t (*desc_free)(cco_platform* p, void* ptr);
+} cco_platform_ops;
+
+struct cco_platform {
+  const cco_platform_ops* ops;
+  cco_platform_kind kind;
+  cco_device_identity identity;
+  void* impl; /* platform private state */
+};
+
+/* Chooses the platform from CCO_PLATFORM (auto: cuda when a GPU is usable)
+ * and binds it to the calling thread's current device. */
+ccoResult_t cco_platform_open(cco_platform* p);
+void cco_platform_close(cco_platform* p);
+
+/* Per-platform constructors (used by cco_platform_open and by tests). */
+ccoResult_t cco_platform_host_open(cco_platform* p);
+ccoResult_t cco_platform_cuda_open(cco_platform* p);
+
+/* ------------------------------------------------------------ cuda probe */
+
+typedef struct {
+  bool available;    /* libcuda loaded, cuInit succeeded, at least one device */
   int deviceCount;
   int driverVersion; /* e.g. 13000 */
   char detail[160];  /* why not available, or a summary */
