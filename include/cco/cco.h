@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cco/cco_window.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -171,8 +173,74 @@ ccoResult_t ccoBarrierAll(ccoComm* comm);
 ccoResult_t ccoBootstrapAllGather(ccoComm* comm, const void* sendbuf, void* recvbuf,
                                   size_t bytesPerRank);
 
+/* ------------------------------------------------------------------------ */
+/* Symmetric memory                                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef enum { ccoPlatformHost = 0, ccoPlatformCuda = 1 } ccoPlatform_t;
+
+/* Where this communicator's symmetric memory lives (CCO_PLATFORM). */
+ccoResult_t ccoCommPlatform(const ccoComm* comm, ccoPlatform_t* platform);
+
+/* The flat virtual-address space: LSA rank p's slot starts at
+ * base + p * slotSize. slotSize is perRankVmmSize rounded up to 4 GiB. */
+ccoResult_t ccoCommFlatVa(const ccoComm* comm, void** base, size_t* slotSize);
+
+/* Local (not collective): allocates `size` bytes (rounded up to the
+ * platform granularity) in this rank's slot. Ranks that allocate and free in
+ * the same order get the same offsets. ccoOutOfMemory when no range of the
+ * slot fits or the platform has no memory, with nothing half-made. */
+ccoResult_t ccoMemAlloc(ccoComm* comm, size_t size, void** ptr);
+
+/* ptr must be what ccoMemAlloc or ccoMemImport returned and have no live
+ * window (ccoInvalidUsage otherwise); anything else is ccoInvalidArgument. */
+ccoResult_t ccoMemFree(ccoComm* comm, void* ptr);
+
+/* Local: maps memory allocated outside this communicator into its slot,
+ * without a copy. On CUDA, extPtr must be the base of a cuMem (VMM)
+ * allocation of exactly `size` bytes that can be exported as a POSIX fd (for
+ * example a torch symmetric-memory tensor). On the host platform, the base
+ * of memory of another cco communicator of this process. *localPtr is its
+ * address in the flat VA; release with ccoMemFree (the memory itself stays
+ * with its owner). */
+ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localPtr);
+
+/* Collective over all ranks, in the same order with the same offset and
+ * size everywhere (a mismatch is ccoInvalidUsage on every rank, with nothing
+ * mapped). [ptr, ptr + size) must lie inside one allocation of this rank's
+ * slot. Maps every LSA peer's copy at winBase + peerLsa * stride + offset
+ * and returns the device-visible descriptor kernels take. */
+ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win);
+
+/* The seeds' size-only form: ccoMemAlloc + ccoWindowRegister. The window
+ * owns the memory: ccoWindowDeregister frees it. */
+ccoResult_t ccoWindowRegisterAlloc(ccoComm* comm, size_t size, ccoWindow_t* win, void** localPtr);
+
+/* ccoMemImport + ccoWindowRegister over the whole external allocation. The
+ * window owns the import: ccoWindowDeregister releases it. */
+ccoResult_t ccoWindowRegisterExternal(ccoComm* comm, void* extPtr, size_t size, ccoWindow_t* win,
+                                      void** localPtr);
+
+/* Local: unmaps the peers' copies and frees the descriptor (and what the
+ * window owns). Peers keep their own mappings until they deregister. */
+ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win);
+
+/* Host view of a window: a copy of its descriptor and this rank's pointer. */
+ccoResult_t ccoWindowGetInfo(ccoComm* comm, ccoWindow_t win, ccoWindowDevice* desc, void** localPtr);
+
+/* Address on this host of peer's copy of localPtr, which must lie in a
+ * registered window. peer is a world rank; ccoInvalidArgument when it is not
+ * in this rank's LSA team. */
+ccoResult_t ccoGetPeerPtr(ccoComm* comm, const void* localPtr, int peer, void** peerPtr);
+
 #ifdef __cplusplus
 } /* extern "C" */
+
+/* The seeds' C++ overloads. */
+static inline ccoResult_t ccoWindowRegister(ccoComm* comm, size_t size, ccoWindow_t* win,
+                                            void** localPtr) {
+  return ccoWindowRegisterAlloc(comm, size, win, localPtr);
+}
 #endif
 
 #endif /* CCO_CCO_H_ */

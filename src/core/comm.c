@@ -70,13 +70,27 @@ static ccoResult_t round_vmm_size(size_t requested, size_t* out) {
   return ccoSuccess;
 }
 
+/* Every rank decides the same: one platform for the whole job. */
+static ccoResult_t check_platforms(ccoComm* comm, const cco_rank_info* infos) {
+  for (int r = 0; r < comm->nRanks; r++)
+    if (infos[r].device.platform != infos[0].device.platform)
+      return cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_INIT,
+                       "rank %d: rank 0 uses the %s platform but rank %d the %s platform; set "
+                       "CCO_PLATFORM the same on every rank",
+                       comm->rank, infos[0].device.platform ? "cuda" : "host", r,
+                       infos[r].device.platform ? "cuda" : "host");
+  return ccoSuccess;
+}
+
 static ccoResult_t exchange_topology(ccoComm* comm) {
   cco_rank_info* infos = calloc((size_t)comm->nRanks, sizeof(cco_rank_info));
   if (!infos) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for rank info");
   ccoResult_t res = cco_rank_info_local(&infos[comm->rank]);
+  infos[comm->rank].device = comm->mem.platform.identity;
   if (res == ccoSuccess)
     res = cco_bootstrap_allgather(&comm->boot, comm, infos, sizeof(cco_rank_info));
   if (res == ccoSuccess) res = cco_topology_build(infos, comm->nRanks, comm->rank, &comm->topo);
+  if (res == ccoSuccess) res = check_platforms(comm, infos);
   if (res == ccoSuccess)
     CCO_INFO(INIT, "rank %d/%d: host %s, node %d of %d, lsa rank %d of %d", comm->rank,
              comm->nRanks, infos[comm->rank].hostname, comm->topo.node, comm->topo.nNodes,
@@ -118,25 +132,33 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
   atomic_init(&comm->aborted, false);
   pthread_mutex_init(&comm->opLock, NULL);
   pthread_mutex_init(&comm->errLock, NULL);
+  pthread_mutex_init(&comm->mem.lock, NULL);
   comm->wakeFd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (comm->wakeFd < 0) {
     res = cco_error(NULL, ccoSystemError, CCO_SUBSYS_INIT, "eventfd failed: %s", strerror(errno));
     goto err_comm;
   }
+  CCO_CHECK_GOTO(cco_platform_open(&comm->mem.platform), res, err_wake);
+  comm->mem.platformOpen = true;
   double timeout = cco_env_double(CCO_ENV_ID_CCO_BOOTSTRAP_TIMEOUT);
   CCO_CHECK_GOTO(cco_bootstrap_init(&comm->boot, comm, &info, nRanks, rank, timeout, comm->wakeFd),
-                 res, err_wake);
+                 res, err_mem);
   CCO_CHECK_GOTO(exchange_topology(comm), res, err_boot);
+  CCO_CHECK_GOTO(cco_symm_init(comm), res, err_boot);
   CCO_INFO(INIT, "rank %d/%d: communicator %p ready", rank, nRanks, (void*)comm);
   *commOut = comm;
   return ccoSuccess;
 
 err_boot:
   cco_bootstrap_destroy(&comm->boot);
+err_mem:
+  cco_symm_fini(comm);
+  cco_topology_free(&comm->topo);
 err_wake:
   close(comm->wakeFd);
 err_comm:
   /* The detail lives in the thread's last error; the comm dies with it. */
+  if (comm->wakeFd < 0) pthread_mutex_destroy(&comm->mem.lock);
   pthread_mutex_destroy(&comm->opLock);
   pthread_mutex_destroy(&comm->errLock);
   comm->magic = 0;
@@ -201,6 +223,7 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   wake_waiters(comm); /* nothing may stay blocked on a communicator being destroyed */
   pthread_mutex_lock(&comm->opLock);
   comm->magic = 0;
+  cco_symm_fini(comm); /* windows and memory first: they may name peers */
   cco_bootstrap_destroy(&comm->boot);
   cco_topology_free(&comm->topo);
   close(comm->wakeFd);
@@ -219,8 +242,7 @@ ccoResult_t ccoCommGetAsyncError(ccoComm* comm, ccoResult_t* asyncError) {
   return ccoSuccess;
 }
 
-/* Runs one bootstrap collective under the communicator's lock. */
-static ccoResult_t begin_collective(ccoComm* comm, const char* op) {
+ccoResult_t cco_comm_begin_collective(ccoComm* comm, const char* op) {
   if (atomic_load(&comm->aborted))
     return cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_BOOT, "rank %d: %s on an aborted communicator",
                      comm->rank, op);
@@ -228,7 +250,7 @@ static ccoResult_t begin_collective(ccoComm* comm, const char* op) {
   return ccoSuccess;
 }
 
-static ccoResult_t end_collective(ccoComm* comm, ccoResult_t res) {
+ccoResult_t cco_comm_end_collective(ccoComm* comm, ccoResult_t res) {
   if (res != ccoSuccess && comm->boot.failResult != ccoSuccess)
     note_async_error(comm, comm->boot.failResult);
   pthread_mutex_unlock(&comm->opLock);
@@ -237,8 +259,8 @@ static ccoResult_t end_collective(ccoComm* comm, ccoResult_t res) {
 
 ccoResult_t ccoBarrierAll(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
-  CCO_CHECK(begin_collective(comm, "barrier"));
-  return end_collective(comm, cco_bootstrap_barrier(&comm->boot, comm));
+  CCO_CHECK(cco_comm_begin_collective(comm, "barrier"));
+  return cco_comm_end_collective(comm, cco_bootstrap_barrier(&comm->boot, comm));
 }
 
 ccoResult_t ccoBootstrapAllGather(ccoComm* comm, const void* sendbuf, void* recvbuf,
@@ -256,8 +278,8 @@ ccoResult_t ccoBootstrapAllGather(ccoComm* comm, const void* sendbuf, void* recv
                        "allgather: sendbuf overlaps recvbuf other than at this rank's block");
     memcpy(mine, sendbuf, bytesPerRank);
   }
-  CCO_CHECK(begin_collective(comm, "allgather"));
-  return end_collective(comm, cco_bootstrap_allgather(&comm->boot, comm, recvbuf, bytesPerRank));
+  CCO_CHECK(cco_comm_begin_collective(comm, "allgather"));
+  return cco_comm_end_collective(comm, cco_bootstrap_allgather(&comm->boot, comm, recvbuf, bytesPerRank));
 }
 
 /* ---------------------------------------------------------------- queries --- */

@@ -9,6 +9,7 @@
 
 #include "bootstrap.h"
 #include "cco/cco.h"
+#include "mem/symm.h"
 #include "topology.h"
 
 #define CCO_COMM_MAGIC 0x636f6d6d5f636f63ull /* "coc_mmoc" */
@@ -26,9 +27,16 @@ struct ccoComm {
   _Atomic int asyncError; /* ccoResult_t; first failure wins */
   _Atomic bool aborted;
   int wakeFd; /* eventfd: readable once aborted, wakes every blocked wait */
+  cco_symm mem; /* platform, flat VA, allocations, windows */
 };
 
 bool cco_comm_is_valid(const ccoComm* comm);
 void cco_comm_set_last_error(ccoComm* comm, const char* msg);
+
+/* Collectives of one communicator run one at a time: begin takes the lock
+ * (refusing an aborted communicator), end records a failure of the job as
+ * the async error and releases the lock. */
+ccoResult_t cco_comm_begin_collective(ccoComm* comm, const char* op);
+ccoResult_t cco_comm_end_collective(ccoComm* comm, ccoResult_t res);
 
 #endif /* CCO_CORE_COMM_H_ */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cco/cco.h"
+#include "platform/platform.h"
 
 #define CCO_HOSTID_BYTES 128
 
@@ -20,7 +21,8 @@ typedef struct {
   char hostId[CCO_HOSTID_BYTES]; /* NUL-terminated */
   char hostname[64];
   int32_t pid;
-  uint32_t reserved[15];
+  cco_device_identity device; /* platform and GPU: LSA peers must map each other's memory */
+  uint32_t reserved[5];
 } cco_rank_info;
 
 typedef struct {

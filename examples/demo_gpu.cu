@@ -1,0 +1,53 @@
+// GPU part of the demo: one kernel writes this rank's pattern into every
+// LSA peer's window through the flat VA.
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "demo_gpu.h"
+
+__device__ __host__ static inline uint64_t demo_pattern(int writer, size_t i) {
+  return ((uint64_t)writer << 48) ^ (i * 0x9e3779b97f4a7c15ull);
+}
+
+struct Targets {
+  uint64_t* dst[64];
+};
+
+// blockIdx.y picks the peer; the grid strides over the words.
+__global__ void fill_kernel(Targets t, size_t words, int writer) {
+  uint64_t* dst = t.dst[blockIdx.y];
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words;
+       i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = demo_pattern(writer, i);
+}
+
+__global__ void verify_kernel(const uint64_t* src, size_t words, int writer,
+                              unsigned long long* bad) {
+  unsigned long long mine = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words;
+       i += (size_t)gridDim.x * blockDim.x)
+    mine += src[i] != demo_pattern(writer, i);
+  if (mine) atomicAdd(bad, mine);
+}
+
+extern "C" int cco_demo_gpu_fill(void* const* dsts, int n, size_t bytes, int writer) {
+  if (n < 1 || n > 64) return -1;
+  Targets t;
+  for (int p = 0; p < n; p++) t.dst[p] = (uint64_t*)dsts[p];
+  fill_kernel<<<dim3(132, n), 512>>>(t, bytes / 8, writer);
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) fprintf(stderr, "cco-demo: fill kernel: %s\n", cudaGetErrorString(e));
+  return e == cudaSuccess ? 0 : -1;
+}
+
+extern "C" size_t cco_demo_gpu_verify(const void* src, size_t bytes, int writer) {
+  unsigned long long* bad = nullptr;
+  unsigned long long host = bytes / 8;
+  if (cudaMalloc(&bad, sizeof(*bad)) != cudaSuccess) return host;
+  cudaMemset(bad, 0, sizeof(*bad));
+  verify_kernel<<<132, 512>>>((const uint64_t*)src, bytes / 8, writer, bad);
+  if (cudaMemcpy(&host, bad, sizeof(host), cudaMemcpyDeviceToHost) != cudaSuccess) host = bytes / 8;
+  cudaFree(bad);
+  return (size_t)host;
+}

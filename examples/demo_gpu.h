@@ -1,0 +1,23 @@
+/* GPU part of the demo (examples/demo_gpu.cu when nvcc exists; otherwise
+ * examples/demo_nogpu.c, whose functions report that GPU kernels are absent). */
+#ifndef CCO_EXAMPLES_DEMO_GPU_H_
+#define CCO_EXAMPLES_DEMO_GPU_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One kernel stores `bytes` of rank `writer`'s pattern at each of dsts[0..n)
+ * (peer window addresses) and waits for it. 0 on success. */
+int cco_demo_gpu_fill(void* const* dsts, int n, size_t bytes, int writer);
+/* Number of 8-byte words of src (device memory) that differ from writer's
+ * pattern. */
+size_t cco_demo_gpu_verify(const void* src, size_t bytes, int writer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CCO_EXAMPLES_DEMO_GPU_H_ */

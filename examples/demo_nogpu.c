@@ -1,0 +1,13 @@
+/* Stand-in for demo_gpu.cu in builds without nvcc: the cuda platform cannot
+ * be driven from this demo, and says so. */
+#include "demo_gpu.h"
+
+int cco_demo_gpu_fill(void* const* dsts, int n, size_t bytes, int writer) {
+  (void)dsts, (void)n, (void)bytes, (void)writer;
+  return -1;
+}
+
+size_t cco_demo_gpu_verify(const void* src, size_t bytes, int writer) {
+  (void)src, (void)writer;
+  return bytes / 8;
+}

@@ -1,0 +1,599 @@
+/*
+ * The cuda platform: symmetric memory in GPU memory through the driver's VMM
+ * API. Physical chunks are cuMemCreate allocations that can be exported as
+ * POSIX file descriptors; the window layer passes those fds to peers, which
+ * import them and map them into their own reservations.
+ *
+ * The platform is bound to one CUDA context (the caller's current one at
+ * open, else device 0's primary context). Every op makes that context current
+ * for the duration of the call and restores the caller's afterwards: ops may
+ * run on threads other than the one that opened (destroy, progress threads),
+ * and leaving our context behind would silently redirect that thread's own
+ * CUDA runtime calls to our device.
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "platform/cuda/cuda_driver.h"
+#include "platform/platform.h"
+
+typedef struct {
+  const cco_cu_api* cu;
+  cco_cu_context ctx;
+  cco_cu_device dev;
+  bool retainedPrimary;  /* ctx is dev's primary context, retained by open */
+  cco_cu_stream stream;  /* private non-blocking stream for copy_to_device */
+  size_t granularity;    /* recommended granularity of `prop` */
+  cco_cu_mem_alloc_prop prop; /* what chunk_create asks for */
+} cuda_state;
+
+/* ------------------------------------------------------------ helpers */
+
+/* Records a failed driver call: "cuda: <what> failed: CUDA_ERROR_X: text". */
+static ccoResult_t cu_fail(ccoResult_t res, cco_cu_result r, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ccoResult_t cu_fail(ccoResult_t res, cco_cu_result r, const char* fmt, ...) {
+  char what[192];
+  char err[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof(what), fmt, ap);
+  va_end(ap);
+  cco_cu_error_text(r, err, sizeof(err));
+  return cco_error(NULL, res, CCO_SUBSYS_MEM, "cuda: %s failed: %s", what, err);
+}
+
+/* Out of device memory (or of address space) is the caller's to handle
+ * (smaller windows, fewer ranks); anything else is a driver failure. */
+static ccoResult_t cu_result_code(cco_cu_result r) {
+  return r == CCO_CU_ERROR_OUT_OF_MEMORY ? ccoOutOfMemory : ccoCudaError;
+}
+
+static cco_cu_deviceptr dptr(const void* p) { return (cco_cu_deviceptr)(uintptr_t)p; }
+
+static cuda_state* state(const cco_platform* p) { return p ? (cuda_state*)p->impl : NULL; }
+
+static ccoResult_t not_open(const char* op) {
+  return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: %s on a platform not open",
+                   op);
+}
+
+/* The caller's context, restored by ctx_leave. */
+typedef struct {
+  cco_cu_context prev;
+  bool switched;
+} ctx_scope;
+
+static ccoResult_t ctx_enter(const cuda_state* s, ctx_scope* sc) {
+  sc->prev = NULL;
+  sc->switched = false;
+  cco_cu_result r = s->cu->ctxGetCurrent(&sc->prev);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuCtxGetCurrent");
+  if (sc->prev == s->ctx) return ccoSuccess;
+  /* With a context stack this replaces its top, and ctx_leave puts the
+   * caller's back; with none (prev NULL) it binds ours and ctx_leave's
+   * cuCtxSetCurrent(NULL) unbinds it again. */
+  r = s->cu->ctxSetCurrent(s->ctx);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuCtxSetCurrent");
+  sc->switched = true;
+  return ccoSuccess;
+}
+
+static void ctx_leave(const cuda_state* s, const ctx_scope* sc) {
+  if (sc->switched) (void)s->cu->ctxSetCurrent(sc->prev);
+}
+
+static bool is_multiple(size_t value, size_t granule) { return granule && value % granule == 0; }
+
+/* ------------------------------------------------------------ ops */
+
+static size_t cuda_granularity(const cco_platform* p) {
+  const cuda_state* s = state(p);
+  return s ? s->granularity : 0;
+}
+
+static ccoResult_t cuda_reserve(cco_platform* p, size_t size, size_t alignment, void** base) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("reserve");
+  /* Chunks are mapped at granularity-aligned offsets, so a reservation that
+   * is not a whole number of granules could not be filled. */
+  if (!base || !is_multiple(size, s->granularity) || (alignment & (alignment - 1)) != 0)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "cuda: reserve(size %zu, alignment %zu): size must be a non-zero multiple of "
+                     "%zu and alignment 0 or a power of two",
+                     size, alignment, s->granularity);
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_deviceptr ptr = 0;
+  cco_cu_result r = s->cu->memAddressReserve(&ptr, size, alignment, 0, 0);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(cu_result_code(r), r, "cuMemAddressReserve(%zu bytes, alignment %zu)", size,
+                   alignment);
+  *base = (void*)(uintptr_t)ptr;
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_unreserve(cco_platform* p, void* base, size_t size) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("unreserve");
+  if (!base || size == 0)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: unreserve(%p, %zu)", base,
+                     size);
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->memAddressFree(dptr(base), size);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuMemAddressFree(%p, %zu bytes)", base, size);
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_chunk_create(cco_platform* p, size_t size, cco_chunk* chunk) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("chunk_create");
+  if (!chunk || !is_multiple(size, s->granularity))
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "cuda: chunk size %zu is not a non-zero multiple of the granularity %zu", size,
+                     s->granularity);
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_mem_handle h = 0;
+  cco_cu_result r = s->cu->memCreate(&h, size, &s->prop, 0);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(cu_result_code(r), r, "cuMemCreate(%zu bytes on device %d)", size, s->dev);
+  chunk->size = size;
+  chunk->fd = -1; /* exported on demand by chunk_export */
+  chunk->handle = h;
+  return ccoSuccess;
+}
+
+/* A handle of 0 means "none" (the driver's handles are never 0), which makes
+ * releasing a chunk twice harmless. */
+static ccoResult_t cuda_chunk_release(cco_platform* p, cco_chunk* chunk) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("chunk_release");
+  if (!chunk) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: release NULL chunk");
+  if (chunk->fd >= 0) close(chunk->fd);
+  chunk->fd = -1;
+  if (chunk->handle == 0) return ccoSuccess;
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  /* The memory itself goes once no mapping refers to it either. */
+  cco_cu_result r = s->cu->memRelease((cco_cu_mem_handle)chunk->handle);
+  ctx_leave(s, &sc);
+  chunk->handle = 0;
+  chunk->size = 0;
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuMemRelease");
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_chunk_export(cco_platform* p, const cco_chunk* chunk, int* fd) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("chunk_export");
+  if (!chunk || !chunk->handle || !fd)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: export of no chunk");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  /* For POSIX_FILE_DESCRIPTOR the driver writes an int to *shareableHandle. */
+  int out = -1;
+  cco_cu_result r = s->cu->memExportToShareableHandle(
+      &out, (cco_cu_mem_handle)chunk->handle, CCO_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuMemExportToShareableHandle(POSIX fd, %zu bytes)",
+                   chunk->size);
+  *fd = out;
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_chunk_import(cco_platform* p, int fd, size_t size, cco_chunk* chunk) {
+  cuda_state* s = state(p);
+  if (!s) {
+    if (fd >= 0) close(fd);
+    return not_open("chunk_import");
+  }
+  if (fd < 0 || !chunk || !is_multiple(size, s->granularity)) {
+    if (fd >= 0) close(fd);
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "cuda: import(fd %d, %zu bytes): size must be a non-zero multiple of %zu", fd,
+                     size, s->granularity);
+  }
+  ctx_scope sc;
+  ccoResult_t res = ctx_enter(s, &sc);
+  if (res != ccoSuccess) {
+    close(fd);
+    return res;
+  }
+  cco_cu_mem_handle h = 0;
+  /* For POSIX_FILE_DESCRIPTOR the fd itself is passed, cast to a pointer. */
+  cco_cu_result r = s->cu->memImportFromShareableHandle(
+      &h, (void*)(uintptr_t)fd, CCO_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  ctx_leave(s, &sc);
+  /* The handle holds its own reference to the memory: the fd is spent. */
+  close(fd);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(cu_result_code(r), r, "cuMemImportFromShareableHandle(fd %d, %zu bytes)", fd,
+                   size);
+  chunk->size = size;
+  chunk->fd = -1;
+  chunk->handle = h;
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_map(cco_platform* p, void* addr, const cco_chunk* chunk) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("map");
+  if (!addr || !chunk || !chunk->handle || !is_multiple(chunk->size, s->granularity) ||
+      !is_multiple((uintptr_t)addr, s->granularity))
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "cuda: map(%p, %zu bytes): address and size must be multiples of %zu", addr,
+                     chunk ? chunk->size : 0, s->granularity);
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  const cco_cu_api* cu = s->cu;
+  cco_cu_result r = cu->memMap(dptr(addr), chunk->size, 0, (cco_cu_mem_handle)chunk->handle, 0);
+  if (r != CCO_CU_SUCCESS) {
+    ctx_leave(s, &sc);
+    return cu_fail(cu_result_code(r), r, "cuMemMap(%p, %zu bytes)", addr, chunk->size);
+  }
+  /* A fresh mapping is inaccessible until access is granted. Only this
+   * rank's device needs it: peers map the memory in their own processes.
+   * An imported chunk living on another GPU needs peer access to it, which
+   * is where this fails without NVLink/P2P. */
+  cco_cu_mem_access_desc access = {
+      .location = {.type = CCO_CU_MEM_LOCATION_TYPE_DEVICE, .id = s->dev},
+      .flags = CCO_CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+  };
+  r = cu->memSetAccess(dptr(addr), chunk->size, &access, 1);
+  if (r != CCO_CU_SUCCESS) (void)cu->memUnmap(dptr(addr), chunk->size);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuMemSetAccess(%p, %zu bytes, device %d read-write)", addr,
+                   chunk->size, s->dev);
+  return ccoSuccess;
+}
+
+/* cuMemUnmap takes whole mappings only: (addr, size) must be exactly what
+ * one map call mapped. */
+static ccoResult_t cuda_unmap(cco_platform* p, void* addr, size_t size) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("unmap");
+  if (!addr || size == 0)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: unmap(%p, %zu)", addr, size);
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->memUnmap(dptr(addr), size);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuMemUnmap(%p, %zu bytes)", addr, size);
+  return ccoSuccess;
+}
+
+/* The body of chunk_from_pointer, inside the context scope. */
+static ccoResult_t from_pointer(cuda_state* s, void* extPtr, size_t size, cco_chunk* chunk) {
+  const cco_cu_api* cu = s->cu;
+  /* For VMM memory the range is that of the one mapping holding extPtr, so
+   * base == extPtr and a matching size also say the window is one whole
+   * cuMemCreate allocation, not part of one nor several mapped side by side
+   * (whose handles would not cover the window). */
+  cco_cu_deviceptr base = 0;
+  size_t allocSize = 0;
+  cco_cu_result r = cu->memGetAddressRange(&base, &allocSize, dptr(extPtr));
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoInvalidArgument, r, "cuMemGetAddressRange(%p) (not device memory?)", extPtr);
+  if (base != dptr(extPtr) || allocSize != size)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "cuda: external buffer %p (%zu bytes) is not a whole allocation: the "
+                     "allocation holding it starts at %p and has %zu bytes",
+                     extPtr, size, (void*)(uintptr_t)base, allocSize);
+
+  cco_cu_mem_handle h = 0;
+  r = cu->memRetainAllocationHandle(&h, extPtr);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoInvalidArgument, r,
+                   "cuMemRetainAllocationHandle(%p): not a cuMem (VMM) allocation; "
+                   "cudaMalloc/cuMemAlloc memory cannot be shared this way",
+                   extPtr);
+
+  cco_cu_mem_alloc_prop prop;
+  memset(&prop, 0, sizeof(prop));
+  ccoResult_t res = ccoSuccess;
+  r = cu->memGetAllocationPropertiesFromHandle(&prop, h);
+  if (r != CCO_CU_SUCCESS) {
+    res = cu_fail(ccoCudaError, r, "cuMemGetAllocationPropertiesFromHandle(%p)", extPtr);
+  } else if (!(prop.requestedHandleTypes & CCO_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+    res = cco_error(NULL, ccoUnsupported, CCO_SUBSYS_MEM,
+                    "cuda: external buffer %p: allocation cannot be exported as a POSIX fd (it was "
+                    "created with handle types 0x%x; cuMemCreate needs "
+                    "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)",
+                    extPtr, prop.requestedHandleTypes);
+  } else if (prop.location.type != CCO_CU_MEM_LOCATION_TYPE_DEVICE || prop.location.id != s->dev) {
+    res = cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                    "cuda: external buffer %p lives at location type %u id %d, not on this "
+                    "rank's device %d",
+                    extPtr, prop.location.type, prop.location.id, s->dev);
+  }
+  if (res != ccoSuccess) {
+    (void)cu->memRelease(h); /* drops our retain only */
+    return res;
+  }
+  chunk->size = size;
+  chunk->fd = -1;
+  chunk->handle = h; /* chunk_release's cuMemRelease drops the retain */
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_chunk_from_pointer(cco_platform* p, void* extPtr, size_t size,
+                                           cco_chunk* chunk) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("chunk_from_pointer");
+  if (!extPtr || !chunk || size == 0)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "cuda: chunk_from_pointer(%p, %zu bytes)", extPtr, size);
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  ccoResult_t res = from_pointer(s, extPtr, size, chunk);
+  ctx_leave(s, &sc);
+  return res;
+}
+
+/* On a private non-blocking stream, then waited for: cuMemcpyHtoD on the
+ * legacy default stream would wait for all work in blocking streams of the
+ * context (a long-running or persistent user kernel stalls or deadlocks it),
+ * and from pageable memory it may return before the DMA has landed, while
+ * peers read the descriptors as soon as this returns. */
+static ccoResult_t cuda_copy_to_device(cco_platform* p, void* dst, const void* src, size_t size) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("copy_to_device");
+  if (size == 0) return ccoSuccess;
+  if (!dst || !src)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: copy_to_device(%p, %p)", dst,
+                     src);
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  const char* call = "cuMemcpyHtoDAsync";
+  cco_cu_result r = s->cu->memcpyHtoDAsync(dptr(dst), src, size, s->stream);
+  if (r == CCO_CU_SUCCESS) {
+    call = "cuStreamSynchronize";
+    r = s->cu->streamSynchronize(s->stream);
+  }
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "%s(%p, %zu bytes)", call, dst, size);
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_desc_alloc(cco_platform* p, size_t size, void** ptr) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("desc_alloc");
+  if (!ptr || size == 0)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: desc_alloc(%zu bytes)", size);
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_deviceptr d = 0;
+  cco_cu_result r = s->cu->memAlloc(&d, size);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(cu_result_code(r), r, "cuMemAlloc(%zu bytes)", size);
+  *ptr = (void*)(uintptr_t)d;
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_desc_free(cco_platform* p, void* ptr) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("desc_free");
+  if (!ptr) return ccoSuccess;
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->memFree(dptr(ptr));
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuMemFree(%p)", ptr);
+  return ccoSuccess;
+}
+
+static const cco_platform_ops cuda_ops = {
+    .name = "cuda",
+    .granularity = cuda_granularity,
+    .reserve = cuda_reserve,
+    .unreserve = cuda_unreserve,
+    .chunk_create = cuda_chunk_create,
+    .chunk_release = cuda_chunk_release,
+    .chunk_export = cuda_chunk_export,
+    .chunk_import = cuda_chunk_import,
+    .map = cuda_map,
+    .unmap = cuda_unmap,
+    .chunk_from_pointer = cuda_chunk_from_pointer,
+    .copy_to_device = cuda_copy_to_device,
+    .desc_alloc = cuda_desc_alloc,
+    .desc_free = cuda_desc_free,
+};
+
+/* ------------------------------------------------------------ open / close */
+
+/* The ordinal of dev among the visible devices (CUdevice values are
+ * ordinals in practice; this does not rely on it). */
+static int device_ordinal(const cco_cu_api* cu, cco_cu_device dev) {
+  int n = 0;
+  if (cu->deviceGetCount(&n) != CCO_CU_SUCCESS) return (int)dev;
+  for (int i = 0; i < n; i++) {
+    cco_cu_device d;
+    if (cu->deviceGet(&d, i) == CCO_CU_SUCCESS && d == dev) return i;
+  }
+  return (int)dev;
+}
+
+static ccoResult_t check_device(const cuda_state* s) {
+  const cco_cu_api* cu = s->cu;
+  int vmm = 0, posixFd = 0;
+  cco_cu_result r = cu->deviceGetAttribute(
+      &vmm, CCO_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, s->dev);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuDeviceGetAttribute(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)");
+  if (!vmm)
+    return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_MEM,
+                     "cuda: device %d does not support virtual memory management (cuMemCreate/"
+                     "cuMemMap), which cco needs for symmetric memory",
+                     s->dev);
+  r = cu->deviceGetAttribute(&posixFd,
+                             CCO_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                             s->dev);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r,
+                   "cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)");
+  if (!posixFd)
+    return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_MEM,
+                     "cuda: device %d cannot export memory as POSIX file descriptors, which cco "
+                     "needs to share memory between processes",
+                     s->dev);
+  return ccoSuccess;
+}
+
+/* Binds s to the calling thread's current context, or to device 0's primary
+ * context (made current on this thread) when there is none. */
+static ccoResult_t bind_context(cuda_state* s) {
+  const cco_cu_api* cu = s->cu;
+  cco_cu_context ctx = NULL;
+  cco_cu_result r = cu->ctxGetCurrent(&ctx);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuCtxGetCurrent");
+  if (ctx) {
+    r = cu->ctxGetDevice(&s->dev);
+    if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuCtxGetDevice");
+    s->ctx = ctx;
+    return ccoSuccess;
+  }
+  /* What the CUDA runtime would pick for a thread that never chose a
+   * device, so cco and the application's runtime calls share a context. */
+  r = cu->deviceGet(&s->dev, 0);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuDeviceGet(0)");
+  r = cu->devicePrimaryCtxRetain(&ctx, s->dev);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuDevicePrimaryCtxRetain(device 0)");
+  s->ctx = ctx;
+  s->retainedPrimary = true;
+  r = cu->ctxSetCurrent(ctx);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuCtxSetCurrent(primary context)");
+  return ccoSuccess;
+}
+
+static ccoResult_t setup(cuda_state* s, cco_device_identity* id) {
+  const cco_cu_api* cu = s->cu;
+  CCO_CHECK(bind_context(s));
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc)); /* a no-op right after bind_context; kept for symmetry */
+  ccoResult_t res = check_device(s);
+  if (res != ccoSuccess) goto out;
+
+  /* Chunks: pinned device memory of this device, exportable as POSIX fds,
+   * and registrable with RDMA NICs where the device allows it for VMM
+   * memory (the same flag NCCL sets for its cuMem buffers). */
+  memset(&s->prop, 0, sizeof(s->prop));
+  s->prop.type = CCO_CU_MEM_ALLOCATION_TYPE_PINNED;
+  s->prop.requestedHandleTypes = CCO_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  s->prop.location.type = CCO_CU_MEM_LOCATION_TYPE_DEVICE;
+  s->prop.location.id = s->dev;
+  int rdma = 0;
+  if (cu->deviceGetAttribute(&rdma, CCO_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+                             s->dev) == CCO_CU_SUCCESS &&
+      rdma)
+    s->prop.allocFlags.gpuDirectRDMACapable = 1;
+
+  cco_cu_result r = cu->memGetAllocationGranularity(&s->granularity, &s->prop,
+                                                    CCO_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+  if (r != CCO_CU_SUCCESS) {
+    res = cu_fail(ccoCudaError, r, "cuMemGetAllocationGranularity(device %d)", s->dev);
+    goto out;
+  }
+  if (s->granularity == 0 || (s->granularity & (s->granularity - 1)) != 0) {
+    res = cco_error(NULL, ccoCudaError, CCO_SUBSYS_MEM,
+                    "cuda: device %d reports granularity %zu, not a power of two", s->dev,
+                    s->granularity);
+    goto out;
+  }
+
+  r = cu->streamCreate(&s->stream, CCO_CU_STREAM_NON_BLOCKING);
+  if (r != CCO_CU_SUCCESS) {
+    s->stream = NULL;
+    res = cu_fail(cu_result_code(r), r, "cuStreamCreate");
+    goto out;
+  }
+
+  char busId[CCO_BUS_ID_BYTES];
+  memset(busId, 0, sizeof(busId));
+  r = cu->deviceGetPCIBusId(busId, (int)sizeof(busId), s->dev);
+  if (r != CCO_CU_SUCCESS) {
+    res = cu_fail(ccoCudaError, r, "cuDeviceGetPCIBusId(device %d)", s->dev);
+    goto out;
+  }
+  busId[sizeof(busId) - 1] = '\0';
+  for (char* c = busId; *c; c++)
+    if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
+  memcpy(id->busId, busId, sizeof(id->busId));
+  id->device = device_ordinal(cu, s->dev);
+  id->platform = CCO_PLATFORM_CUDA;
+out:
+  ctx_leave(s, &sc);
+  return res;
+}
+
+/* Undoes what setup took, in reverse order; safe on a partial setup. */
+static void teardown(cuda_state* s) {
+  const cco_cu_api* cu = s->cu;
+  if (s->stream) {
+    ctx_scope sc;
+    if (ctx_enter(s, &sc) == ccoSuccess) {
+      (void)cu->streamDestroy(s->stream);
+      ctx_leave(s, &sc);
+    }
+    s->stream = NULL;
+  }
+  if (s->retainedPrimary) {
+    /* open made the primary context current on its thread; undo that here
+     * when this is that thread (or any thread it is still current on), so
+     * the thread is not left bound to a context that may now be reset. */
+    cco_cu_context cur = NULL;
+    if (cu->ctxGetCurrent(&cur) == CCO_CU_SUCCESS && cur == s->ctx) (void)cu->ctxSetCurrent(NULL);
+    (void)cu->devicePrimaryCtxRelease(s->dev);
+    s->retainedPrimary = false;
+  }
+  s->ctx = NULL;
+}
+
+ccoResult_t cco_platform_cuda_open(cco_platform* p) {
+  if (!p) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: open(NULL)");
+  memset(p, 0, sizeof(*p));
+  const cco_cu_api* cu = cco_cu();
+  if (!cu)
+    return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_MEM, "cuda platform unavailable: %s",
+                     cco_cu_unavailable_reason());
+  cuda_state* s = calloc(1, sizeof(*s));
+  if (!s) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_MEM, "cuda: no memory for state");
+  s->cu = cu;
+  cco_device_identity id;
+  memset(&id, 0, sizeof(id));
+  ccoResult_t res = setup(s, &id);
+  if (res != ccoSuccess) {
+    teardown(s);
+    free(s);
+    return res;
+  }
+  p->ops = &cuda_ops;
+  p->kind = CCO_PLATFORM_CUDA;
+  p->identity = id;
+  p->impl = s;
+  CCO_INFO(MEM, "cuda platform: device %d (%s), granularity %zu, context %s%s", id.device, id.busId,
+           s->granularity, s->retainedPrimary ? "primary (retained)" : "current",
+           s->prop.allocFlags.gpuDirectRDMACapable ? ", RDMA-capable chunks" : "");
+  return ccoSuccess;
+}
+
+void cco_platform_cuda_close(cco_platform* p) {
+  if (!p || !p->impl || p->ops != &cuda_ops) return;
+  cuda_state* s = p->impl;
+  teardown(s);
+  free(s);
+  memset(p, 0, sizeof(*p));
+}

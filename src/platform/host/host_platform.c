@@ -1,0 +1,223 @@
+/*
+ * Host platform: symmetric memory in CPU memory, so every protocol above it
+ * runs and is tested on machines without a GPU.
+ *
+ * A chunk is a memfd; mapping it MAP_SHARED|MAP_FIXED into the PROT_NONE
+ * reservation is the cuMemMap of this platform, and passing its fd to a peer
+ * is the POSIX-fd export. Unmapping puts a PROT_NONE anonymous mapping back,
+ * so the reservation stays intact and stray accesses still fault.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "platform/platform.h"
+
+/* Process-wide table of this process's mapped chunks, so memory of one
+ * communicator can be imported into another (ccoMemImport): the address
+ * leads back to the memfd. The only shared state of this platform. */
+typedef struct host_mapping {
+  void* addr;
+  size_t size;
+  int fd; /* not owned: the chunk's fd */
+  struct host_mapping* next;
+} host_mapping;
+static host_mapping* g_mappings;
+static pthread_mutex_t g_mappings_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t host_granularity(const cco_platform* p) {
+  (void)p;
+  long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? (size_t)page : 4096;
+}
+
+static ccoResult_t host_reserve(cco_platform* p, size_t size, size_t alignment, void** base) {
+  (void)p;
+  if (!base || size == 0 || (alignment & (alignment - 1)))
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "host reserve: bad arguments");
+  if (alignment < host_granularity(p)) alignment = host_granularity(p);
+  /* Over-reserve, then trim both ends so the base is aligned. */
+  size_t span = size + alignment;
+  char* raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED)
+    return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_MEM, "cannot reserve %zu bytes of address space: %s",
+                     size, strerror(errno));
+  char* aligned = (char*)(((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1));
+  if (aligned > raw) munmap(raw, (size_t)(aligned - raw));
+  size_t tail = (size_t)(raw + span - (aligned + size));
+  if (tail) munmap(aligned + size, tail);
+  *base = aligned;
+  return ccoSuccess;
+}
+
+static ccoResult_t host_unreserve(cco_platform* p, void* base, size_t size) {
+  (void)p;
+  if (munmap(base, size) != 0)
+    return cco_error(NULL, ccoSystemError, CCO_SUBSYS_MEM, "munmap of the reservation failed: %s",
+                     strerror(errno));
+  return ccoSuccess;
+}
+
+static ccoResult_t host_chunk_create(cco_platform* p, size_t size, cco_chunk* chunk) {
+  if (!chunk || size == 0 || size % host_granularity(p))
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "chunk size %zu is not a multiple of the page size", size);
+  int fd = memfd_create("cco-chunk", MFD_CLOEXEC);
+  if (fd < 0)
+    return cco_error(NULL, ccoSystemError, CCO_SUBSYS_MEM, "memfd_create failed: %s", strerror(errno));
+  if (ftruncate(fd, (off_t)size) != 0) {
+    int err = errno;
+    close(fd);
+    return cco_error(NULL, err == ENOSPC || err == ENOMEM ? ccoOutOfMemory : ccoSystemError,
+                     CCO_SUBSYS_MEM, "cannot size a memfd to %zu bytes: %s", size, strerror(err));
+  }
+  *chunk = (cco_chunk){size, fd, 0};
+  return ccoSuccess;
+}
+
+static ccoResult_t host_chunk_release(cco_platform* p, cco_chunk* chunk) {
+  (void)p;
+  if (chunk->fd >= 0) close(chunk->fd);
+  chunk->fd = -1;
+  return ccoSuccess;
+}
+
+static ccoResult_t host_chunk_export(cco_platform* p, const cco_chunk* chunk, int* fd) {
+  (void)p;
+  int copy = fcntl(chunk->fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0)
+    return cco_error(NULL, ccoSystemError, CCO_SUBSYS_MEM, "dup of a chunk fd failed: %s",
+                     strerror(errno));
+  *fd = copy;
+  return ccoSuccess;
+}
+
+static ccoResult_t host_chunk_import(cco_platform* p, int fd, size_t size, cco_chunk* chunk) {
+  (void)p;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size != size) {
+    close(fd);
+    return cco_error(NULL, ccoRemoteError, CCO_SUBSYS_MEM,
+                     "a peer's chunk is not the %zu bytes it announced", size);
+  }
+  *chunk = (cco_chunk){size, fd, 0};
+  return ccoSuccess;
+}
+
+static ccoResult_t host_map(cco_platform* p, void* addr, const cco_chunk* chunk) {
+  (void)p;
+  host_mapping* m = malloc(sizeof(*m));
+  if (!m) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_MEM, "no memory for a mapping record");
+  void* got = mmap(addr, chunk->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, chunk->fd, 0);
+  if (got == MAP_FAILED) {
+    int err = errno;
+    free(m);
+    return cco_error(NULL, ccoSystemError, CCO_SUBSYS_MEM, "mmap of a chunk at %p failed: %s",
+                     addr, strerror(err));
+  }
+  *m = (host_mapping){addr, chunk->size, chunk->fd, NULL};
+  pthread_mutex_lock(&g_mappings_lock);
+  m->next = g_mappings;
+  g_mappings = m;
+  pthread_mutex_unlock(&g_mappings_lock);
+  return ccoSuccess;
+}
+
+static ccoResult_t host_unmap(cco_platform* p, void* addr, size_t size) {
+  (void)p;
+  pthread_mutex_lock(&g_mappings_lock);
+  for (host_mapping** it = &g_mappings; *it; it = &(*it)->next) {
+    if ((*it)->addr == addr) {
+      host_mapping* dead = *it;
+      *it = dead->next;
+      free(dead);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_mappings_lock);
+  void* got = mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+                   -1, 0);
+  if (got == MAP_FAILED)
+    return cco_error(NULL, ccoSystemError, CCO_SUBSYS_MEM, "cannot return %p to the reservation: %s",
+                     addr, strerror(errno));
+  return ccoSuccess;
+}
+
+static ccoResult_t host_chunk_from_pointer(cco_platform* p, void* extPtr, size_t size,
+                                           cco_chunk* chunk) {
+  (void)p;
+  int fd = -1;
+  size_t found = 0;
+  pthread_mutex_lock(&g_mappings_lock);
+  for (host_mapping* m = g_mappings; m; m = m->next) {
+    if ((char*)extPtr >= (char*)m->addr && (char*)extPtr < (char*)m->addr + m->size) {
+      found = m->size;
+      if (m->addr == extPtr && m->size == size) fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_mappings_lock);
+  if (fd < 0)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     found ? "%p is inside a cco chunk of %zu bytes but is not its start with size "
+                             "%zu: pass the allocation's own base and size"
+                           : "%p is not memory of a cco communicator of this process (%zu/%zu)",
+                     extPtr, found, size);
+  *chunk = (cco_chunk){size, fd, 0};
+  return ccoSuccess;
+}
+
+static ccoResult_t host_copy_to_device(cco_platform* p, void* dst, const void* src, size_t size) {
+  (void)p;
+  memcpy(dst, src, size);
+  return ccoSuccess;
+}
+
+static ccoResult_t host_desc_alloc(cco_platform* p, size_t size, void** ptr) {
+  (void)p;
+  void* mem = NULL;
+  if (posix_memalign(&mem, 64, size) != 0)
+    return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_MEM, "no memory for a descriptor");
+  memset(mem, 0, size);
+  *ptr = mem;
+  return ccoSuccess;
+}
+
+static ccoResult_t host_desc_free(cco_platform* p, void* ptr) {
+  (void)p;
+  free(ptr);
+  return ccoSuccess;
+}
+
+static const cco_platform_ops g_host_ops = {
+    .name = "host",
+    .granularity = host_granularity,
+    .reserve = host_reserve,
+    .unreserve = host_unreserve,
+    .chunk_create = host_chunk_create,
+    .chunk_release = host_chunk_release,
+    .chunk_export = host_chunk_export,
+    .chunk_import = host_chunk_import,
+    .map = host_map,
+    .unmap = host_unmap,
+    .chunk_from_pointer = host_chunk_from_pointer,
+    .copy_to_device = host_copy_to_device,
+    .desc_alloc = host_desc_alloc,
+    .desc_free = host_desc_free,
+};
+
+ccoResult_t cco_platform_host_open(cco_platform* p) {
+  memset(p, 0, sizeof(*p));
+  p->ops = &g_host_ops;
+  p->kind = CCO_PLATFORM_HOST;
+  p->identity.device = -1;
+  p->identity.platform = CCO_PLATFORM_HOST;
+  return ccoSuccess;
+}

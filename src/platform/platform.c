@@ -1,0 +1,26 @@
+/* Platform choice: CCO_PLATFORM=auto|cuda|host. */
+#include <string.h>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "platform/cuda/cuda_driver.h"
+#include "platform/platform.h"
+
+ccoResult_t cco_platform_open(cco_platform* p) {
+  enum { AUTO = 0, CUDA = 1, HOST = 2 }; /* CCO_PLATFORM choices, in table order */
+  int want = cco_env_enum(CCO_ENV_ID_CCO_PLATFORM);
+  if (want == HOST) return cco_platform_host_open(p);
+  if (want == CUDA) return cco_platform_cuda_open(p);
+  cco_cuda_probe_result probe;
+  cco_cuda_probe(&probe);
+  if (!probe.available) {
+    CCO_INFO(MEM, "platform host: %s", probe.detail);
+    return cco_platform_host_open(p);
+  }
+  return cco_platform_cuda_open(p);
+}
+
+void cco_platform_close(cco_platform* p) {
+  if (p->kind == CCO_PLATFORM_CUDA && p->ops) cco_platform_cuda_close(p);
+  memset(p, 0, sizeof(*p));
+}
