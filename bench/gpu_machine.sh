@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds cco on the GPU machine, runs the test suite and the benchmarks, and
-# writes every log under $OUT (or ./gpu-logs). Usage: bash bench/gpu_machine.sh
+# Builds cco on the GPU machine, runs the CPU and GPU test suites and the
+# benchmarks, and writes every log under $OUT (or ./gpu-logs).
+# Usage: bash bench/gpu_machine.sh [tests|bench|all]
 set -u
+what=${1:-all}
 out=${OUT:-$PWD/gpu-logs}
 mkdir -p "$out"
 build=/tmp/cco-build
@@ -16,8 +18,16 @@ CUDACXX=$nvcc cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$out/bu
   cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 bin=$build/bin
 "$bin/cco-info" -e >"$out/cco-info.txt" 2>&1; head -6 "$out/cco-info.txt"
-CCO_DEBUG=INFO CCO_DEBUG_SUBSYS=AFFINITY,INIT "$bin/ccorun" -n 4 -t 60 "$bin/cco-demo" >"$out/demo.txt" 2>&1
-echo "demo rc=$?"; grep -v "cco INFO INIT" "$out/demo.txt" | head -30
-(cd "$build" && ctest --output-on-failure --timeout 300) >"$out/ctest.txt" 2>&1
-echo "ctest rc=$?"; tail -15 "$out/ctest.txt"
-"$bin/cco-bench-bootstrap" 16 15 5000 | tee "$out/bench_bootstrap.jsonl"
+source tests/gpu/mps.sh
+if [ "$what" != bench ]; then
+  (cd "$build" && ctest --output-on-failure --timeout 300) >"$out/ctest.txt" 2>&1
+  echo "ctest rc=$?"; grep -E "tests passed|Failed|\*\*\*" "$out/ctest.txt" | head -20
+  bash tests/gpu/run_gpu_tests.sh "$bin" >"$out/gpu_tests.txt" 2>&1
+  echo "gpu tests rc=$?"; grep -E "^(ok|FAIL)|passed|cco-demo" "$out/gpu_tests.txt" | head -40
+fi
+if [ "$what" != tests ]; then
+  "$bin/cco-bench-bootstrap" 16 15 5000 | tee "$out/bench_bootstrap.jsonl"
+  mps_start
+  for n in 2 4 8; do "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-windows"; done | tee "$out/bench_windows.jsonl"
+  mps_stop
+fi

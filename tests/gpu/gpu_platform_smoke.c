@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -74,6 +76,69 @@ static void* other_thread(void* argp) {
   return NULL;
 }
 
+/* ---------------------------------------------------------------- peer */
+
+/* A second process, forked before any CUDA call, that imports a chunk from
+ * an fd received over a unix socket and checks its contents: the real peer
+ * case (the fd crosses a process boundary, the import has its own context). */
+#define PEER_SEED 0x5eed1234u
+
+static int send_fd(int sock, int fd, uint64_t size) {
+  char ctl[CMSG_SPACE(sizeof(int))];
+  memset(ctl, 0, sizeof(ctl));
+  struct iovec iov = {.iov_base = &size, .iov_len = sizeof(size)};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                     .msg_controllen = sizeof(ctl)};
+  struct cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  return sendmsg(sock, &m, 0) == (ssize_t)sizeof(size) ? 0 : -1;
+}
+
+static int recv_fd(int sock, uint64_t* size) {
+  char ctl[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {.iov_base = size, .iov_len = sizeof(*size)};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                     .msg_controllen = sizeof(ctl)};
+  if (recvmsg(sock, &m, 0) != (ssize_t)sizeof(*size)) return -1;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&m);
+  if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
+  int fd;
+  memcpy(&fd, CMSG_DATA(c), sizeof(int));
+  return fd;
+}
+
+/* Child: 0 = contents match, 1.. = which step failed (sent back as a byte). */
+static int peer_main(int sock) {
+  uint64_t size = 0;
+  int fd = recv_fd(sock, &size);
+  if (fd < 0) return 1;
+  cco_platform pl;
+  if (cco_platform_cuda_open(&pl) != ccoSuccess) return 2;
+  const cco_platform_ops* ops = pl.ops;
+  cco_chunk c = {0, -1, 0};
+  if (ops->chunk_import(&pl, fd, size, &c) != ccoSuccess) return 3;
+  void* va = NULL;
+  if (ops->reserve(&pl, size, 0, &va) != ccoSuccess) return 4;
+  if (ops->map(&pl, va, &c) != ccoSuccess) return 5;
+  size_t n = size / sizeof(uint32_t);
+  uint32_t* want = malloc(size);
+  uint32_t* got = malloc(size);
+  if (!want || !got) return 6;
+  fill(want, n, PEER_SEED);
+  if (cco_cu()->memcpyDtoH(got, (cco_cu_deviceptr)(uintptr_t)va, size) != CCO_CU_SUCCESS) return 7;
+  int rc = memcmp(want, got, size) == 0 ? 0 : 8;
+  free(want);
+  free(got);
+  if (ops->unmap(&pl, va, size) != ccoSuccess) rc = rc ? rc : 9;
+  if (ops->chunk_release(&pl, &c) != ccoSuccess) rc = rc ? rc : 10;
+  if (ops->unreserve(&pl, va, size) != ccoSuccess) rc = rc ? rc : 11;
+  cco_platform_cuda_close(&pl);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- main */
 
 /* A VMM allocation made the way an external allocator (torch symmetric
@@ -112,11 +177,29 @@ static void ext_destroy(const cco_cu_api* cu, ext_alloc* e) {
 }
 
 int main(void) {
+  /* The peer is forked first: a child must not inherit CUDA state. */
+  int sv[2] = {-1, -1};
+  pid_t child = -1;
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0) {
+    child = fork();
+    if (child == 0) {
+      close(sv[0]);
+      unsigned char rc = (unsigned char)peer_main(sv[1]);
+      if (write(sv[1], &rc, 1) != 1) _exit(1);
+      _exit(0);
+    }
+    close(sv[1]);
+  }
+
   cco_platform plat;
   cco_platform* p = &plat;
   ccoResult_t r = cco_platform_cuda_open(p);
   if (r == ccoUnsupported) {
-    printf("skip: cuda platform unavailable: %s\n", cco_thread_last_error());
+    if (child > 0) {
+      close(sv[0]); /* the child's recvmsg sees EOF and it exits */
+      waitpid(child, NULL, 0);
+    }
+    printf("skip: %s\n", cco_thread_last_error());
     return 77;
   }
   step(r == ccoSuccess, "open: %s", result_name(r));
@@ -207,6 +290,23 @@ int main(void) {
   }
 
   /* teardown of the two mappings */
+  /* the chunk seen by another process */
+  if (child > 0) {
+    fill(out, n, PEER_SEED);
+    cr = cu->memcpyHtoD((cco_cu_deviceptr)(uintptr_t)slot0, out, chunkSize);
+    int pfd = -1;
+    r = ops->chunk_export(p, &chunk, &pfd);
+    bool sent = cr == CCO_CU_SUCCESS && r == ccoSuccess && send_fd(sv[0], pfd, chunkSize) == 0;
+    if (pfd >= 0) close(pfd); /* the child holds its own copy of the fd now */
+    unsigned char prc = 255;
+    bool got = sent && read(sv[0], &prc, 1) == 1;
+    int status = 0;
+    waitpid(child, &status, 0);
+    child = -1;
+    step(got && prc == 0, "another process imports the chunk and reads what was written (child "
+         "result %d)", got ? prc : -1);
+  }
+
   r = ops->unmap(p, slot1, chunkSize);
   r2 = ops->unmap(p, slot0, chunkSize);
   step(r == ccoSuccess && r2 == ccoSuccess, "unmap both slots: %s / %s", result_name(r),
@@ -281,6 +381,32 @@ int main(void) {
   step(cu->ctxGetCurrent(&cur) == CCO_CU_SUCCESS && cur == NULL,
        "close unbound the primary context open made current");
   step(p->impl == NULL && p->ops == NULL, "close cleared the platform");
+
+  /* ---- open with a context already current: bound to it, not retained,
+   * and left current by close */
+  cco_cu_device dev0 = 0;
+  cco_cu_context mine = NULL;
+  bool haveCtx = cu->deviceGet(&dev0, 0) == CCO_CU_SUCCESS &&
+                 cu->devicePrimaryCtxRetain(&mine, dev0) == CCO_CU_SUCCESS &&
+                 cu->ctxSetCurrent(mine) == CCO_CU_SUCCESS;
+  step(haveCtx, "the application makes its own context current");
+  if (haveCtx) {
+    r = cco_platform_cuda_open(p);
+    step(r == ccoSuccess, "open with a current context: %s", result_name(r));
+    if (r == ccoSuccess) {
+      cco_chunk c2 = {0, -1, 0};
+      r = p->ops->chunk_create(p, p->ops->granularity(p), &c2);
+      ccoResult_t r3 = r == ccoSuccess ? p->ops->chunk_release(p, &c2) : r;
+      step(r == ccoSuccess && r3 == ccoSuccess, "chunk create/release in that context: %s / %s",
+           result_name(r), result_name(r3));
+      cco_platform_cuda_close(p);
+    }
+    cur = NULL;
+    step(cu->ctxGetCurrent(&cur) == CCO_CU_SUCCESS && cur == mine,
+         "close left the application's context current");
+    cu->ctxSetCurrent(NULL);
+    cu->devicePrimaryCtxRelease(dev0);
+  }
 
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;

@@ -285,9 +285,12 @@ static ccoResult_t from_pointer(cuda_state* s, void* extPtr, size_t size, cco_ch
    * (whose handles would not cover the window). */
   cco_cu_deviceptr base = 0;
   size_t allocSize = 0;
+  char err[128];
   cco_cu_result r = cu->memGetAddressRange(&base, &allocSize, dptr(extPtr));
   if (r != CCO_CU_SUCCESS)
-    return cu_fail(ccoInvalidArgument, r, "cuMemGetAddressRange(%p) (not device memory?)", extPtr);
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "cuda: external buffer %p is not device memory (cuMemGetAddressRange: %s)",
+                     extPtr, cco_cu_error_text(r, err, sizeof(err)));
   if (base != dptr(extPtr) || allocSize != size)
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
                      "cuda: external buffer %p (%zu bytes) is not a whole allocation: the "
@@ -297,10 +300,11 @@ static ccoResult_t from_pointer(cuda_state* s, void* extPtr, size_t size, cco_ch
   cco_cu_mem_handle h = 0;
   r = cu->memRetainAllocationHandle(&h, extPtr);
   if (r != CCO_CU_SUCCESS)
-    return cu_fail(ccoInvalidArgument, r,
-                   "cuMemRetainAllocationHandle(%p): not a cuMem (VMM) allocation; "
-                   "cudaMalloc/cuMemAlloc memory cannot be shared this way",
-                   extPtr);
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "cuda: external buffer %p is not a cuMem (VMM) allocation "
+                     "(cuMemRetainAllocationHandle: %s); cudaMalloc/cuMemAlloc memory cannot be "
+                     "shared, allocate it with cuMemCreate and POSIX-fd handles",
+                     extPtr, cco_cu_error_text(r, err, sizeof(err)));
 
   cco_cu_mem_alloc_prop prop;
   memset(&prop, 0, sizeof(prop));

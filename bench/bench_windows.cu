@@ -1,0 +1,153 @@
+// Window benchmarks, one rank of a job started by ccorun (MPS for several
+// ranks on one GPU):
+//
+//   ccorun -n N cco-bench-windows
+//
+// 1. ccoWindowRegister time, 1 MiB - 1 GiB (median of 5, slowest rank).
+// 2. Rank 0: a copy kernel from its buffer into LSA peer 1's window, next to
+//    cudaMemcpy device-to-device of the same bytes on the same GPU and the
+//    same kernel copying locally (all in this run).
+// One JSON line per measurement.
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cco/cco.h"
+
+#define CCO_OK(call)                                                                   \
+  do {                                                                                 \
+    ccoResult_t r_ = (call);                                                           \
+    if (r_ != ccoSuccess) {                                                            \
+      fprintf(stderr, "%s: %s (%s)\n", #call, ccoGetErrorString(r_), ccoGetLastError(comm)); \
+      exit(1);                                                                         \
+    }                                                                                  \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+__global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+
+static float time_ms(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  return ms;
+}
+
+int main(void) {
+  setenv("CCO_PLATFORM", "cuda", 1);
+  cudaSetDevice(0);
+  cudaFree(0);
+  ccoComm* comm = NULL;
+  CCO_OK(ccoCommCreateFromEnv(0, &comm));
+  int rank, size, lsaSize;
+  CCO_OK(ccoCommRank(comm, &rank));
+  CCO_OK(ccoCommSize(comm, &size));
+  CCO_OK(ccoCommLsaSize(comm, &lsaSize));
+  double* all = (double*)calloc((size_t)size, sizeof(double));
+
+  const size_t sizes[] = {1u << 20, 16u << 20, 256u << 20, 1u << 30};
+  for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+    enum { reps = 5 };
+    double reg[reps], alloc[reps];
+    for (int r = 0; r < reps; r++) {
+      void* p;
+      ccoWindow_t win;
+      CCO_OK(ccoBarrierAll(comm));
+      double t0 = now_s();
+      CCO_OK(ccoMemAlloc(comm, sizes[s], &p));
+      double t1 = now_s();
+      CCO_OK(ccoBarrierAll(comm));
+      double t2 = now_s();
+      CCO_OK(ccoWindowRegister(comm, p, sizes[s], &win));
+      double mine = now_s() - t2;
+      CCO_OK(ccoBootstrapAllGather(comm, &mine, all, sizeof(double)));
+      double slowest = 0;
+      for (int i = 0; i < size; i++) slowest = all[i] > slowest ? all[i] : slowest;
+      reg[r] = slowest * 1e3;
+      alloc[r] = (t1 - t0) * 1e3;
+      CCO_OK(ccoWindowDeregister(comm, win));
+      CCO_OK(ccoMemFree(comm, p));
+    }
+    qsort(reg, reps, sizeof(double), cmp);
+    qsort(alloc, reps, sizeof(double), cmp);
+    if (rank == 0)
+      printf("{\"bench\":\"window_register\",\"ranks\":%d,\"bytes\":%zu,\"median_ms\":%.3f,"
+             "\"min_ms\":%.3f,\"alloc_median_ms\":%.3f}\n",
+             size, sizes[s], reg[reps / 2], reg[0], alloc[reps / 2]);
+    fflush(stdout);
+  }
+
+  if (lsaSize >= 2) {
+    const size_t bytes = 1u << 30;
+    ccoWindow_t win;
+    void* local;
+    CCO_OK(ccoWindowRegisterAlloc(comm, bytes, &win, &local));
+    CCO_OK(ccoBarrierAll(comm));
+    if (rank == 0) {
+      int peer1;
+      void* peer;
+      CCO_OK(ccoTeamRankToWorld(comm, ccoTeamLsa, 1, &peer1));
+      CCO_OK(ccoGetPeerPtr(comm, local, peer1, &peer));
+      void *src, *dst;
+      cudaMalloc(&src, bytes);
+      cudaMalloc(&dst, bytes);
+      cudaMemset(src, 1, bytes);
+      cudaEvent_t e0, e1;
+      cudaEventCreate(&e0);
+      cudaEventCreate(&e1);
+      const int iters = 20;
+      int blocks = 132 * 8;
+      size_t n = bytes / sizeof(uint4);
+      float memcpyMs, peerMs, localMs;
+      // Warm-up once each, then time `iters` back to back.
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice);
+      copy_kernel<<<blocks, 512>>>((uint4*)peer, (const uint4*)src, n);
+      copy_kernel<<<blocks, 512>>>((uint4*)dst, (const uint4*)src, n);
+      cudaDeviceSynchronize();
+      cudaEventRecord(e0);
+      for (int i = 0; i < iters; i++) cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      memcpyMs = time_ms(e0, e1) / iters;
+      cudaEventRecord(e0);
+      for (int i = 0; i < iters; i++) copy_kernel<<<blocks, 512>>>((uint4*)peer, (const uint4*)src, n);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      peerMs = time_ms(e0, e1) / iters;
+      cudaEventRecord(e0);
+      for (int i = 0; i < iters; i++) copy_kernel<<<blocks, 512>>>((uint4*)dst, (const uint4*)src, n);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      localMs = time_ms(e0, e1) / iters;
+      cudaError_t err = cudaGetLastError();
+      // Bandwidth as bytes copied per second (each byte read once, written once).
+      double gbMemcpy = bytes / (memcpyMs * 1e-3) / 1e9, gbPeer = bytes / (peerMs * 1e-3) / 1e9,
+             gbLocal = bytes / (localMs * 1e-3) / 1e9;
+      printf("{\"bench\":\"peer_window_copy\",\"bytes\":%zu,\"kernel_to_peer_GBps\":%.1f,"
+             "\"ref_cudaMemcpy_d2d_GBps\":%.1f,\"ratio\":%.3f,\"kernel_local_GBps\":%.1f,\"error\":\"%s\"}\n",
+             bytes, gbPeer, gbMemcpy, gbPeer / gbMemcpy, gbLocal, cudaGetErrorString(err));
+      cudaFree(src);
+      cudaFree(dst);
+    }
+    CCO_OK(ccoBarrierAll(comm));
+    CCO_OK(ccoWindowDeregister(comm, win));
+  }
+  free(all);
+  CCO_OK(ccoCommDestroy(comm));
+  return 0;
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# GPU tests for the GPU machine (one H200): the platform smoke test, then the
+# window tests with 1 and 4 ranks under MPS. Usage: run_gpu_tests.sh BIN_DIR
+set -u
+bin=${1:?usage: run_gpu_tests.sh BIN_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/gpu/mps.sh
+source "$here/mps.sh"
+passed=0 failed=0
+run() { # name, command...
+  local name=$1; shift
+  echo "== $name"
+  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+run "platform smoke (driver API through dlopen)" "$bin/gpu_platform_smoke"
+run "windows, 1 rank (memory back to baseline)" "$bin/ccorun" -t 120 -n 1 "$bin/gpu_windows"
+mps_start
+run "windows, 4 ranks under MPS" "$bin/ccorun" -t 300 -n 4 -p "$bin/gpu_windows"
+run "demo, 4 ranks under MPS" "$bin/ccorun" -t 120 -n 4 "$bin/cco-demo"
+mps_stop
+echo "run_gpu_tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
