@@ -386,10 +386,11 @@ int main(void) {
    * and left current by close */
   cco_cu_device dev0 = 0;
   cco_cu_context mine = NULL;
-  bool haveCtx = cu->deviceGet(&dev0, 0) == CCO_CU_SUCCESS &&
-                 cu->devicePrimaryCtxRetain(&mine, dev0) == CCO_CU_SUCCESS &&
-                 cu->ctxSetCurrent(mine) == CCO_CU_SUCCESS;
-  step(haveCtx, "the application makes its own context current");
+  cco_cu_result e1 = cu->deviceGet(&dev0, 0);
+  cco_cu_result e2 = e1 ? e1 : cu->devicePrimaryCtxRetain(&mine, dev0);
+  cco_cu_result e3 = e2 ? e2 : cu->ctxSetCurrent(mine);
+  bool haveCtx = e3 == CCO_CU_SUCCESS;
+  step(haveCtx, "the application makes its own context current [%u %u %u]", e1, e2, e3);
   if (haveCtx) {
     r = cco_platform_cuda_open(p);
     step(r == ccoSuccess, "open with a current context: %s", result_name(r));

@@ -176,13 +176,19 @@ static void test_cycles(void) {
   void* p;
   OK(ccoWindowRegisterAlloc(g_comm, 2u << 20, &win, &p));
   OK(ccoWindowDeregister(g_comm, win));
+  /* Free memory is the GPU's, shared by every rank: measure when all ranks
+   * are between cycles. */
+  OK(ccoBarrierAll(g_comm));
   cudaMemGetInfo(&free0, &total);
+  OK(ccoBarrierAll(g_comm));
   int failures = 0;
   for (int i = 0; i < 200; i++) {
     failures += ccoWindowRegisterAlloc(g_comm, 2u << 20, &win, &p) != ccoSuccess;
     failures += ccoWindowDeregister(g_comm, win) != ccoSuccess;
   }
+  OK(ccoBarrierAll(g_comm));
   cudaMemGetInfo(&free1, &total);
+  OK(ccoBarrierAll(g_comm));
   CHECK(failures == 0, "%d failures in 200 cycles", failures);
   CHECK(free1 + (4u << 20) >= free0, "device memory %zu -> %zu free", free0, free1);
 }
