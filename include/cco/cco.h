@@ -198,11 +198,12 @@ ccoResult_t ccoMemFree(ccoComm* comm, void* ptr);
 
 /* Local: maps memory allocated outside this communicator into its slot,
  * without a copy. On CUDA, extPtr must be the base of a cuMem (VMM)
- * allocation of exactly `size` bytes that can be exported as a POSIX fd (for
- * example a torch symmetric-memory tensor). On the host platform, the base
- * of memory of another cco communicator of this process. *localPtr is its
- * address in the flat VA; release with ccoMemFree (the memory itself stays
- * with its owner). */
+ * allocation of at least `size` bytes that can be exported as a POSIX fd
+ * (for example a torch symmetric-memory tensor, whose allocation also holds
+ * a signal pad). On the host platform, the base of memory of another cco
+ * communicator of this process. The whole allocation is mapped; *localPtr is
+ * its address in the flat VA. Release with ccoMemFree (the memory itself
+ * stays with its owner). */
 ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localPtr);
 
 /* Collective over all ranks, in the same order with the same offset and

@@ -166,11 +166,6 @@ ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localP
   if (!extPtr || !localPtr || size == 0)
     return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_MEM, "ccoMemImport: NULL pointer or size 0");
   cco_symm* m = &comm->mem;
-  if (size % m->granularity)
-    return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_MEM,
-                     "ccoMemImport: %zu bytes is not a multiple of the platform granularity %zu "
-                     "(pass the whole allocation)",
-                     size, m->granularity);
   pthread_mutex_lock(&m->lock);
   cco_chunk chunk;
   ccoResult_t res = m->platform.ops->chunk_from_pointer(&m->platform, extPtr, size, &chunk);

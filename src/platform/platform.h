@@ -62,7 +62,8 @@ typedef struct {
   /* Returns the range to reserved, inaccessible state. */
   ccoResult_t (*unmap)(cco_platform* p, void* addr, size_t size);
   /* The chunk backing an allocation made outside cco (external windows):
-   * extPtr must be the start of that allocation and `size` its size. */
+   * extPtr must be the start of that allocation and `size` must fit it; the
+   * chunk covers the whole allocation. */
   ccoResult_t (*chunk_from_pointer)(cco_platform* p, void* extPtr, size_t size, cco_chunk* chunk);
   /* Copies `size` bytes from host memory to the device-visible address dst
    * (window descriptors). */

@@ -41,6 +41,18 @@ static void step(bool ok, const char* fmt, ...) {
     printf("\n       last error: %s", last && *last ? last : "(none)");
   }
   printf("\n");
+  /* A fault from earlier asynchronous work surfaces at the next sync: name
+   * the step it follows. */
+  const cco_cu_api* cu = cco_cu();
+  cco_cu_context cur = NULL;
+  if (cu && cu->ctxGetCurrent(&cur) == CCO_CU_SUCCESS && cur) {
+    cco_cu_result sr = cu->streamSynchronize(NULL);
+    if (sr != CCO_CU_SUCCESS) {
+      char err[128];
+      printf("FAIL   the context reports %s after this step\n", cco_cu_error_text(sr, err, sizeof(err)));
+      ok = false;
+    }
+  }
   fflush(stdout);
   if (ok) g_passed++;
   else g_failed++;
@@ -294,6 +306,7 @@ int main(void) {
   if (child > 0) {
     fill(out, n, PEER_SEED);
     cr = cu->memcpyHtoD((cco_cu_deviceptr)(uintptr_t)slot0, out, chunkSize);
+    if (cr == CCO_CU_SUCCESS) cr = cu->streamSynchronize(NULL); /* the DMA has landed */
     int pfd = -1;
     r = ops->chunk_export(p, &chunk, &pfd);
     bool sent = cr == CCO_CU_SUCCESS && r == ccoSuccess && send_fd(sv[0], pfd, chunkSize) == 0;
@@ -338,13 +351,23 @@ int main(void) {
       if (efd >= 0) close(efd);
       r = ops->chunk_release(p, &ec);
       step(r == ccoSuccess, "release of the external chunk (drops the retain): %s", result_name(r));
-      /* the allocation must still be usable by its owner */
+      /* The allocation must still be usable by its owner. The read back also
+       * waits for the write: from pageable memory cuMemcpyHtoD may return
+       * before its DMA lands, and cuMemUnmap (ext_destroy) does not wait for
+       * it, so an unmap right after faults the GPU (Xid 31) and poisons the
+       * context. */
+      memset(in, 0, 4096);
       cr = cu->memcpyHtoD(e.va, out, 4096);
-      step(cr == CCO_CU_SUCCESS, "external allocation still mapped and writable after release [%u]",
-           cr);
+      cco_cu_result crb = cr ? cr : cu->memcpyDtoH(in, e.va, 4096);
+      step(cr == CCO_CU_SUCCESS && crb == CCO_CU_SUCCESS && memcmp(in, out, 4096) == 0,
+           "external allocation still mapped and usable after release [%u %u]", cr, crb);
     }
+    r = ops->chunk_from_pointer(p, ext, e.size + gran, &ec);
+    step(r == ccoInvalidArgument, "size larger than the allocation refused: %s", result_name(r));
     r = ops->chunk_from_pointer(p, ext, e.size - gran, &ec);
-    step(r == ccoInvalidArgument, "size mismatch refused: %s", result_name(r));
+    step(r == ccoSuccess && ec.size == e.size,
+         "smaller size accepted, the chunk covers the whole allocation: %s", result_name(r));
+    if (r == ccoSuccess) ops->chunk_release(p, &ec);
     r = ops->chunk_from_pointer(p, (char*)ext + gran, e.size - gran, &ec);
     step(r == ccoInvalidArgument, "pointer inside the allocation refused: %s", result_name(r));
     ext_destroy(cu, &e);

@@ -157,8 +157,10 @@ static void test_external(void) {
     OK(ccoWindowDeregister(g_comm, win));
   }
   // Wrong size, interior pointer, cudaMalloc memory: refused on every rank.
-  ccoResult_t r = ccoWindowRegisterExternal(g_comm, ext, size / 2, &win, &local);
-  CHECK(r == ccoInvalidArgument, "wrong size: %s", ccoGetErrorString(r));
+  ccoResult_t r = ccoWindowRegisterExternal(g_comm, ext, size * 2, &win, &local);
+  CHECK(r == ccoInvalidArgument, "size beyond the allocation: %s", ccoGetErrorString(r));
+  r = ccoWindowRegisterExternal(g_comm, (char*)ext + (2u << 20), 2u << 20, &win, &local);
+  CHECK(r == ccoInvalidArgument, "interior pointer: %s", ccoGetErrorString(r));
   void* plain = NULL;
   CUDA_OK(cudaMalloc(&plain, 2u << 20));
   r = ccoWindowRegisterExternal(g_comm, plain, 2u << 20, &win, &local);

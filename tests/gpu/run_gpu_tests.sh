@@ -17,6 +17,11 @@ run "windows, 1 rank (memory back to baseline)" "$bin/ccorun" -t 120 -n 1 "$bin/
 mps_start
 run "windows, 4 ranks under MPS" "$bin/ccorun" -t 300 -n 4 -p "$bin/gpu_windows"
 run "demo, 4 ranks under MPS" "$bin/ccorun" -t 120 -n 4 "$bin/cco-demo"
+store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
+run "torch symmetric-memory tensor as an external window, 4 ranks" \
+  "$bin/ccorun" -t 300 -n 4 -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x CCO_TORCH_STORE="$store" \
+  python3 "$here/torch_import.py"
+rm -f "$store"
 mps_stop
 echo "run_gpu_tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -127,6 +127,7 @@ CHECK_ENTRY(devicePrimaryCtxRelease, PFN_cuDevicePrimaryCtxRelease_v11000);
 CHECK_ENTRY(streamCreate, PFN_cuStreamCreate_v2000);
 CHECK_ENTRY(streamDestroy, PFN_cuStreamDestroy_v4000);
 CHECK_ENTRY(streamSynchronize, PFN_cuStreamSynchronize_v2000);
+CHECK_ENTRY(ctxSynchronize, PFN_cuCtxSynchronize_v2000);
 CHECK_ENTRY(memAlloc, PFN_cuMemAlloc_v3020);
 CHECK_ENTRY(memFree, PFN_cuMemFree_v3020);
 CHECK_ENTRY(memGetAddressRange, PFN_cuMemGetAddressRange_v3020);

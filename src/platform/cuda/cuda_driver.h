@@ -121,6 +121,7 @@ typedef struct {
   cco_cu_result (*streamCreate)(cco_cu_stream* stream, unsigned int flags);
   cco_cu_result (*streamDestroy)(cco_cu_stream stream); /* _v2 */
   cco_cu_result (*streamSynchronize)(cco_cu_stream stream);
+  cco_cu_result (*ctxSynchronize)(void);
 
   cco_cu_result (*memAlloc)(cco_cu_deviceptr* dptr, size_t size); /* _v2 */
   cco_cu_result (*memFree)(cco_cu_deviceptr dptr);                /* _v2 */

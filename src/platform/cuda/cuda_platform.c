@@ -270,9 +270,17 @@ static ccoResult_t cuda_unmap(cco_platform* p, void* addr, size_t size) {
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "cuda: unmap(%p, %zu)", addr, size);
   ctx_scope sc;
   CCO_CHECK(ctx_enter(s, &sc));
-  cco_cu_result r = s->cu->memUnmap(dptr(addr), size);
+  /* cuMemUnmap does not wait for work still using the range: a kernel or
+   * copy landing after it faults the MMU and kills the context for good.
+   * Like cudaFree, wait for this context's work first. */
+  const char* call = "cuCtxSynchronize";
+  cco_cu_result r = s->cu->ctxSynchronize();
+  if (r == CCO_CU_SUCCESS) {
+    call = "cuMemUnmap";
+    r = s->cu->memUnmap(dptr(addr), size);
+  }
   ctx_leave(s, &sc);
-  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuMemUnmap(%p, %zu bytes)", addr, size);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "%s(%p, %zu bytes)", call, addr, size);
   return ccoSuccess;
 }
 
@@ -291,10 +299,10 @@ static ccoResult_t from_pointer(cuda_state* s, void* extPtr, size_t size, cco_ch
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
                      "cuda: external buffer %p is not device memory (cuMemGetAddressRange: %s)",
                      extPtr, cco_cu_error_text(r, err, sizeof(err)));
-  if (base != dptr(extPtr) || allocSize != size)
+  if (base != dptr(extPtr) || size > allocSize)
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
-                     "cuda: external buffer %p (%zu bytes) is not a whole allocation: the "
-                     "allocation holding it starts at %p and has %zu bytes",
+                     "cuda: external buffer %p (%zu bytes) is not the start of one allocation "
+                     "that holds it: the allocation holding it starts at %p and has %zu bytes",
                      extPtr, size, (void*)(uintptr_t)base, allocSize);
 
   cco_cu_mem_handle h = 0;
@@ -328,7 +336,9 @@ static ccoResult_t from_pointer(cuda_state* s, void* extPtr, size_t size, cco_ch
     (void)cu->memRelease(h); /* drops our retain only */
     return res;
   }
-  chunk->size = size;
+  /* The whole allocation is mapped: torch, for one, allocates more than
+   * the tensor (a signal pad, rounding to the granularity). */
+  chunk->size = allocSize;
   chunk->fd = -1;
   chunk->handle = h; /* chunk_release's cuMemRelease drops the retain */
   return ccoSuccess;

@@ -49,6 +49,7 @@ static const cu_entry k_entries[] = {
     CU_ENTRY(streamCreate, "cuStreamCreate", "cuStreamCreate", false),
     CU_ENTRY(streamDestroy, "cuStreamDestroy", "cuStreamDestroy_v2", false),
     CU_ENTRY(streamSynchronize, "cuStreamSynchronize", "cuStreamSynchronize", false),
+    CU_ENTRY(ctxSynchronize, "cuCtxSynchronize", "cuCtxSynchronize", false),
     CU_ENTRY(memAlloc, "cuMemAlloc", "cuMemAlloc_v2", false),
     CU_ENTRY(memFree, "cuMemFree", "cuMemFree_v2", false),
     CU_ENTRY(memGetAddressRange, "cuMemGetAddressRange", "cuMemGetAddressRange_v2", false),

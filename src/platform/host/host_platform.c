@@ -159,18 +159,18 @@ static ccoResult_t host_chunk_from_pointer(cco_platform* p, void* extPtr, size_t
   for (host_mapping* m = g_mappings; m; m = m->next) {
     if ((char*)extPtr >= (char*)m->addr && (char*)extPtr < (char*)m->addr + m->size) {
       found = m->size;
-      if (m->addr == extPtr && m->size == size) fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
+      if (m->addr == extPtr && size <= m->size) fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
       break;
     }
   }
   pthread_mutex_unlock(&g_mappings_lock);
   if (fd < 0)
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,
-                     found ? "%p is inside a cco chunk of %zu bytes but is not its start with size "
-                             "%zu: pass the allocation's own base and size"
+                     found ? "%p lies in a cco chunk of %zu bytes but is not its start, or %zu "
+                             "bytes do not fit it: pass the allocation's own base"
                            : "%p is not memory of a cco communicator of this process (%zu/%zu)",
                      extPtr, found, size);
-  *chunk = (cco_chunk){size, fd, 0};
+  *chunk = (cco_chunk){found, fd, 0}; /* the whole allocation */
   return ccoSuccess;
 }
 
