@@ -12,6 +12,7 @@
  * CUDA runtime calls to our device.
  */
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -467,6 +468,20 @@ static ccoResult_t check_device(const cuda_state* s) {
   return ccoSuccess;
 }
 
+/* Creating a primary context costs ~0.2 s and destroying it as much, so
+ * the first communicator that retains one keeps one extra reference for the
+ * life of the process, as the CUDA runtime does: creating and destroying
+ * communicators in a loop then costs milliseconds, not a context each. */
+static void hold_primary_for_process(const cco_cu_api* cu, cco_cu_device dev) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static bool held[CCO_MAX_GPUS];
+  if (dev < 0 || dev >= CCO_MAX_GPUS) return;
+  pthread_mutex_lock(&lock);
+  cco_cu_context ctx = NULL;
+  if (!held[dev] && cu->devicePrimaryCtxRetain(&ctx, dev) == CCO_CU_SUCCESS) held[dev] = true;
+  pthread_mutex_unlock(&lock);
+}
+
 /* Binds s to the calling thread's current context, or to device 0's primary
  * context (made current on this thread) when there is none. */
 static ccoResult_t bind_context(cuda_state* s) {
@@ -488,6 +503,7 @@ static ccoResult_t bind_context(cuda_state* s) {
   if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuDevicePrimaryCtxRetain(device 0)");
   s->ctx = ctx;
   s->retainedPrimary = true;
+  hold_primary_for_process(cu, s->dev);
   r = cu->ctxSetCurrent(ctx);
   if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuCtxSetCurrent(primary context)");
   return ccoSuccess;
