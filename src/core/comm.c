@@ -82,6 +82,35 @@ static ccoResult_t check_platforms(ccoComm* comm, const cco_rank_info* infos) {
   return ccoSuccess;
 }
 
+/* LSA peers map each other's memory: every rank checks its own peers and
+ * the verdicts are allgathered, so all ranks fail together or none does. */
+static ccoResult_t check_peer_access(ccoComm* comm, const cco_rank_info* infos) {
+  cco_platform* p = &comm->mem.platform;
+  int32_t mine = -1; /* first LSA peer this rank cannot reach */
+  for (int i = 0; i < comm->topo.lsaSize && mine < 0; i++) {
+    int w = comm->topo.members[ccoTeamLsa][i];
+    bool ok = true, known = true;
+    if (w == comm->rank) continue;
+    ccoResult_t res = p->ops->peer_access(p, &infos[w].device, &ok, &known);
+    if (res != ccoSuccess || !ok) mine = w;
+    if (!known)
+      CCO_INFO(INIT, "rank %d: gpu %s of rank %d is not visible here; peer access not checked",
+               comm->rank, infos[w].device.busId, w);
+  }
+  int32_t* all = calloc((size_t)comm->nRanks, sizeof(int32_t));
+  if (!all) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory");
+  all[comm->rank] = mine;
+  ccoResult_t res = cco_bootstrap_allgather(&comm->boot, comm, all, sizeof(int32_t));
+  for (int r = 0; res == ccoSuccess && r < comm->nRanks; r++)
+    if (all[r] >= 0)
+      res = cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_INIT,
+                      "rank %d: rank %d (gpu %s) cannot access the memory of rank %d (gpu %s) on "
+                      "the same host: LSA peers need peer access (NVLink or PCIe P2P)",
+                      comm->rank, r, infos[r].device.busId, all[r], infos[all[r]].device.busId);
+  free(all);
+  return res;
+}
+
 static ccoResult_t exchange_topology(ccoComm* comm) {
   cco_rank_info* infos = calloc((size_t)comm->nRanks, sizeof(cco_rank_info));
   if (!infos) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for rank info");
@@ -91,6 +120,7 @@ static ccoResult_t exchange_topology(ccoComm* comm) {
     res = cco_bootstrap_allgather(&comm->boot, comm, infos, sizeof(cco_rank_info));
   if (res == ccoSuccess) res = cco_topology_build(infos, comm->nRanks, comm->rank, &comm->topo);
   if (res == ccoSuccess) res = check_platforms(comm, infos);
+  if (res == ccoSuccess) res = check_peer_access(comm, infos);
   if (res == ccoSuccess)
     CCO_INFO(INIT, "rank %d/%d: host %s, node %d of %d, lsa rank %d of %d", comm->rank,
              comm->nRanks, infos[comm->rank].hostname, comm->topo.node, comm->topo.nNodes,

@@ -118,6 +118,8 @@ CHECK_ENTRY(getErrorString, PFN_cuGetErrorString_v6000);
 CHECK_ENTRY(deviceGet, PFN_cuDeviceGet_v2000);
 CHECK_ENTRY(deviceGetCount, PFN_cuDeviceGetCount_v2000);
 CHECK_ENTRY(deviceGetPCIBusId, PFN_cuDeviceGetPCIBusId_v4010);
+CHECK_ENTRY(deviceGetByPCIBusId, PFN_cuDeviceGetByPCIBusId_v4010);
+CHECK_ENTRY(deviceCanAccessPeer, PFN_cuDeviceCanAccessPeer_v4000);
 CHECK_ENTRY(deviceGetAttribute, PFN_cuDeviceGetAttribute_v2000);
 CHECK_ENTRY(ctxGetCurrent, PFN_cuCtxGetCurrent_v4000);
 CHECK_ENTRY(ctxSetCurrent, PFN_cuCtxSetCurrent_v4000);

@@ -109,6 +109,8 @@ typedef struct {
   cco_cu_result (*deviceGet)(cco_cu_device* dev, int ordinal);
   cco_cu_result (*deviceGetCount)(int* count);
   cco_cu_result (*deviceGetPCIBusId)(char* busId, int len, cco_cu_device dev);
+  cco_cu_result (*deviceGetByPCIBusId)(cco_cu_device* dev, const char* busId);
+  cco_cu_result (*deviceCanAccessPeer)(int* canAccess, cco_cu_device dev, cco_cu_device peer);
   cco_cu_result (*deviceGetAttribute)(int* value, cco_cu_device_attribute attrib,
                                       cco_cu_device dev);
 

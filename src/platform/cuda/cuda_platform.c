@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -411,6 +412,27 @@ static ccoResult_t cuda_desc_free(cco_platform* p, void* ptr) {
   return ccoSuccess;
 }
 
+/* The same GPU (several ranks under MPS) always works; another GPU must be
+ * a P2P peer (NVLink or PCIe) of this one. */
+static ccoResult_t cuda_peer_access(cco_platform* p, const cco_device_identity* peer, bool* ok,
+                                    bool* known) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("peer_access");
+  *known = true;
+  *ok = peer->platform == CCO_PLATFORM_CUDA;
+  if (!*ok || strcasecmp(peer->busId, p->identity.busId) == 0) return ccoSuccess;
+  cco_cu_device other = 0;
+  if (s->cu->deviceGetByPCIBusId(&other, peer->busId) != CCO_CU_SUCCESS) {
+    *known = false; /* not visible to this process: the driver will tell at map time */
+    return ccoSuccess;
+  }
+  int can = 0;
+  cco_cu_result r = s->cu->deviceCanAccessPeer(&can, s->dev, other);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuDeviceCanAccessPeer");
+  *ok = can != 0;
+  return ccoSuccess;
+}
+
 static const cco_platform_ops cuda_ops = {
     .name = "cuda",
     .granularity = cuda_granularity,
@@ -426,6 +448,7 @@ static const cco_platform_ops cuda_ops = {
     .copy_to_device = cuda_copy_to_device,
     .desc_alloc = cuda_desc_alloc,
     .desc_free = cuda_desc_free,
+    .peer_access = cuda_peer_access,
 };
 
 /* ------------------------------------------------------------ open / close */

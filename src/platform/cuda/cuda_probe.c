@@ -39,6 +39,8 @@ static const cu_entry k_entries[] = {
     CU_ENTRY(deviceGet, "cuDeviceGet", "cuDeviceGet", true),
     CU_ENTRY(deviceGetCount, "cuDeviceGetCount", "cuDeviceGetCount", true),
     CU_ENTRY(deviceGetPCIBusId, "cuDeviceGetPCIBusId", "cuDeviceGetPCIBusId", true),
+    CU_ENTRY(deviceGetByPCIBusId, "cuDeviceGetByPCIBusId", "cuDeviceGetByPCIBusId", false),
+    CU_ENTRY(deviceCanAccessPeer, "cuDeviceCanAccessPeer", "cuDeviceCanAccessPeer", false),
     CU_ENTRY(deviceGetAttribute, "cuDeviceGetAttribute", "cuDeviceGetAttribute", false),
     CU_ENTRY(ctxGetCurrent, "cuCtxGetCurrent", "cuCtxGetCurrent", true),
     CU_ENTRY(ctxSetCurrent, "cuCtxSetCurrent", "cuCtxSetCurrent", false),
