@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cco/cco_devcomm.h"
 #include "cco/cco_window.h"
 
 #ifdef __cplusplus
@@ -133,24 +134,8 @@ ccoResult_t ccoCommNodeIndex(const ccoComm* comm, int* node);
 /* Teams                                                                    */
 /* ------------------------------------------------------------------------ */
 
-typedef enum {
-  ccoTeamWorld = 0,     /* every rank */
-  ccoTeamLsa = 1,       /* ranks on this rank's host */
-  ccoTeamCrossNode = 2, /* this rank and every rank on another host */
-  ccoTeamRail = 3,      /* ranks with this rank's LSA rank, one per host */
-  ccoNumTeams
-} ccoTeamKind_t;
-
-/* A team as seen from this rank. Member i of the team is world rank
- * `myWorldRank + (i - rank) * stride` when stride != 0. stride == 0 means
- * the members do not form an arithmetic progression in world ranks (for
- * example a host whose ranks are not evenly spaced); translate with
- * ccoTeamRankToWorld, which always works. */
-typedef struct {
-  int nRanks;
-  int rank;
-  int stride;
-} ccoTeam_t;
+/* ccoTeamKind_t and ccoTeam_t are defined in cco/cco_devcomm.h (shared
+ * with device code). */
 
 ccoResult_t ccoCommTeam(const ccoComm* comm, ccoTeamKind_t kind, ccoTeam_t* team);
 ccoResult_t ccoTeamRankToWorld(const ccoComm* comm, ccoTeamKind_t kind, int teamRank,
@@ -233,6 +218,27 @@ ccoResult_t ccoWindowGetInfo(ccoComm* comm, ccoWindow_t win, ccoWindowDevice* de
  * registered window. peer is a world rank; ccoInvalidArgument when it is not
  * in this rank's LSA team. */
 ccoResult_t ccoGetPeerPtr(ccoComm* comm, const void* localPtr, int peer, void** peerPtr);
+
+/* ------------------------------------------------------------------------ */
+/* Device communicators                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Collective: allocates the device resources `reqs` asks for (a resource
+ * window with the LSA barriers, team tables, the abort word) and fills
+ * *devComm, which kernels take by value. Every rank passes the same
+ * requirements. Several device communicators may live on one
+ * communicator; each is released by ccoDevCommDestroy or ccoCommDestroy. */
+ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs,
+                             ccoDevComm* devComm);
+
+/* Local: releases what ccoDevCommCreate allocated (and the device copies
+ * made of it). Kernels using it must have finished. */
+ccoResult_t ccoDevCommDestroy(ccoComm* comm, ccoDevComm* devComm);
+
+/* A copy of *devComm in device-visible memory, for callers that pass a
+ * pointer (Python, Triton). Freed with the device communicator. */
+ccoResult_t ccoDevCommCopyToDevice(ccoComm* comm, const ccoDevComm* devComm,
+                                   ccoDevComm** devicePtr);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -227,9 +227,11 @@ static void wake_waiters(ccoComm* comm) {
   (void)!write(comm->wakeFd, &one, sizeof(one));
 }
 
+/* The first failure of the job: recorded, and device waits told to stop. */
 static void note_async_error(ccoComm* comm, ccoResult_t res) {
   int expected = ccoSuccess;
-  atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res);
+  if (atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res))
+    cco_devcomm_abort_all(&comm->mem);
 }
 
 ccoResult_t ccoCommAbort(ccoComm* comm) {

@@ -48,6 +48,8 @@ typedef struct cco_window_rec {
   struct cco_window_rec* next;
 } cco_window_rec;
 
+typedef struct cco_devcomm_rec cco_devcomm_rec;
+
 typedef struct {
   cco_platform platform;
   bool platformOpen;
@@ -60,6 +62,8 @@ typedef struct {
   cco_alloc* allocs;
   cco_window_rec* windows;
   uint64_t nextAllocId;
+  cco_devcomm_rec* devcomms; /* device communicators (src/mem/devcomm.c) */
+  uint64_t nextDevCommId;
   uint32_t regSeq;
   cco_lsa_exchange exchange;
   bool exchangeOpen;
@@ -79,5 +83,11 @@ ccoResult_t cco_symm_free_alloc(cco_symm* m, cco_alloc* a);
 void cco_symm_unmap_peers(cco_symm* m, cco_alloc* a);
 char* cco_symm_slot_base(const cco_symm* m, int lsaRank);
 void cco_window_free_rec(cco_symm* m, cco_window_rec* w);
+
+/* Sets the abort word of every device communicator, so device waits return
+ * (called when the communicator fails or is aborted). */
+void cco_devcomm_abort_all(cco_symm* m);
+/* Releases every device communicator (mem lock held; windows go separately). */
+void cco_devcomm_free_all(cco_symm* m);
 
 #endif /* CCO_MEM_SYMM_H_ */

@@ -71,6 +71,10 @@ typedef struct {
   /* Small device-visible allocations for descriptors. */
   ccoResult_t (*desc_alloc)(cco_platform* p, size_t size, void** ptr);
   ccoResult_t (*desc_free)(cco_platform* p, void* ptr);
+  /* Host memory the device can read while kernels run (the abort word):
+   * *host for the CPU, *dev for kernels. Zero-filled. */
+  ccoResult_t (*hostmap_alloc)(cco_platform* p, size_t size, void** host, uint64_t* dev);
+  ccoResult_t (*hostmap_free)(cco_platform* p, void* host);
   /* Whether this rank's device can map and access `peer`'s memory. *known
    * is false when the peer's device is not visible here (nothing to check). */
   ccoResult_t (*peer_access)(cco_platform* p, const cco_device_identity* peer, bool* ok,

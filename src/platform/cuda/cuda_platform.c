@@ -412,6 +412,41 @@ static ccoResult_t cuda_desc_free(cco_platform* p, void* ptr) {
   return ccoSuccess;
 }
 
+/* Pinned host memory mapped for the device: the host can set a word that
+ * running kernels see. */
+static ccoResult_t cuda_hostmap_alloc(cco_platform* p, size_t size, void** host, uint64_t* dev) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("hostmap_alloc");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  void* h = NULL;
+  cco_cu_deviceptr d = 0;
+  const char* call = "cuMemHostAlloc";
+  cco_cu_result r = s->cu->memHostAlloc(&h, size, CCO_CU_MEMHOSTALLOC_PORTABLE | CCO_CU_MEMHOSTALLOC_DEVICEMAP);
+  if (r == CCO_CU_SUCCESS) {
+    call = "cuMemHostGetDevicePointer";
+    r = s->cu->memHostGetDevicePointer(&d, h, 0);
+    if (r != CCO_CU_SUCCESS) (void)s->cu->memFreeHost(h);
+  }
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "%s(%zu bytes)", call, size);
+  memset(h, 0, size);
+  *host = h;
+  *dev = d;
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_hostmap_free(cco_platform* p, void* host) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("hostmap_free");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->memFreeHost(host);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuMemFreeHost(%p)", host);
+  return ccoSuccess;
+}
+
 /* The same GPU (several ranks under MPS) always works; another GPU must be
  * a P2P peer (NVLink or PCIe) of this one. */
 static ccoResult_t cuda_peer_access(cco_platform* p, const cco_device_identity* peer, bool* ok,
@@ -448,6 +483,8 @@ static const cco_platform_ops cuda_ops = {
     .copy_to_device = cuda_copy_to_device,
     .desc_alloc = cuda_desc_alloc,
     .desc_free = cuda_desc_free,
+    .hostmap_alloc = cuda_hostmap_alloc,
+    .hostmap_free = cuda_hostmap_free,
     .peer_access = cuda_peer_access,
 };
 

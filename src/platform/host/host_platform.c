@@ -196,6 +196,16 @@ static ccoResult_t host_desc_free(cco_platform* p, void* ptr) {
   return ccoSuccess;
 }
 
+static ccoResult_t host_hostmap_alloc(cco_platform* p, size_t size, void** host, uint64_t* dev) {
+  void* mem = NULL;
+  CCO_CHECK(host_desc_alloc(p, size, &mem));
+  *host = mem;
+  *dev = (uint64_t)(uintptr_t)mem;
+  return ccoSuccess;
+}
+
+static ccoResult_t host_hostmap_free(cco_platform* p, void* host) { return host_desc_free(p, host); }
+
 /* CPU memory of one host is reachable from every process on it. */
 static ccoResult_t host_peer_access(cco_platform* p, const cco_device_identity* peer, bool* ok,
                                     bool* known) {
@@ -219,6 +229,8 @@ static const cco_platform_ops g_host_ops = {
     .copy_to_device = host_copy_to_device,
     .desc_alloc = host_desc_alloc,
     .desc_free = host_desc_free,
+    .hostmap_alloc = host_hostmap_alloc,
+    .hostmap_free = host_hostmap_free,
     .peer_access = host_peer_access,
 };
 

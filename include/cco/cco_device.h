@@ -1,0 +1,262 @@
+/*
+ * cco device API: what kernels call. C11, no templates, no module-scope
+ * globals: every function is an inline function of its arguments, so the
+ * same header serves CUDA C kernels (nvcc), C compiled to NVPTX bitcode
+ * (clang --target=nvptx64-nvidia-cuda -std=c11, for Triton) and host code
+ * on the host platform (a CPU thread is a warp and a block of one thread).
+ *
+ *   __global__ void k(ccoDevComm dc, ccoWindow_t win) {
+ *     ccoLsaBarrierSession b = ccoLsaBarrierSessionInit(&dc, 0, ccoCoopBlock);
+ *     int peer = (dc.lsaRank + 1) % dc.lsaSize;
+ *     float* p = (float*)ccoGetLsaPeerPtr(win, peer, 0);
+ *     ... store into p ...
+ *     ccoLsaBarrierSync(&b);          // peers' stores are visible after this
+ *     ccoLsaBarrierSessionEnd(&b);
+ *   }
+ *
+ * Cooperation scope, like every other variant, is an enum argument that
+ * the compiler folds when it is a constant.
+ */
+#ifndef CCO_CCO_DEVICE_H_
+#define CCO_CCO_DEVICE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cco/cco_devcomm.h"
+#include "cco/cco_window.h"
+#include "cco/device/cco_arch.h"
+
+/* ------------------------------------------------------ cooperation scopes */
+
+typedef enum {
+  ccoCoopThread = 0, /* one thread acts alone */
+  ccoCoopWarp = 1,   /* all 32 lanes of the warp call together */
+  ccoCoopBlock = 2,  /* every thread of the block calls together */
+} ccoCoop_t;
+
+CCO_DEVICE_INLINE uint32_t ccoCoopSize(ccoCoop_t coop) {
+  return coop == ccoCoopThread ? 1u : coop == ccoCoopWarp ? cco_warp_size() : cco_block_size();
+}
+
+CCO_DEVICE_INLINE uint32_t ccoCoopRank(ccoCoop_t coop) {
+  return coop == ccoCoopThread ? 0u : coop == ccoCoopWarp ? cco_lane() : cco_thread_in_block();
+}
+
+CCO_DEVICE_INLINE void ccoCoopSync(ccoCoop_t coop) {
+  if (coop == ccoCoopWarp) cco_sync_warp();
+  else if (coop == ccoCoopBlock) cco_sync_block();
+}
+
+/* ------------------------------------------------------------------- teams */
+
+CCO_DEVICE_INLINE ccoTeam_t ccoDevTeam(const ccoDevComm* dc, ccoTeamKind_t kind) {
+  return dc->teams[kind];
+}
+
+/* World rank of member teamRank of the team (-1 when out of range). */
+CCO_DEVICE_INLINE int ccoDevTeamRankToWorld(const ccoDevComm* dc, ccoTeamKind_t kind, int teamRank) {
+  ccoTeam_t t = dc->teams[kind];
+  if (teamRank < 0 || teamRank >= t.nRanks) return -1;
+  if (t.stride != 0) return dc->rank + (teamRank - t.rank) * t.stride;
+  const int32_t* members = (const int32_t*)(uintptr_t)dc->teamMembers[kind];
+  return members[teamRank];
+}
+
+/* Team rank of worldRank (-1 when it is not a member). */
+CCO_DEVICE_INLINE int ccoDevTeamRankFromWorld(const ccoDevComm* dc, ccoTeamKind_t kind, int worldRank) {
+  ccoTeam_t t = dc->teams[kind];
+  if (t.stride != 0) {
+    int delta = worldRank - dc->rank;
+    if (delta % t.stride != 0) return -1;
+    int r = t.rank + delta / t.stride;
+    return r >= 0 && r < t.nRanks ? r : -1;
+  }
+  const int32_t* members = (const int32_t*)(uintptr_t)dc->teamMembers[kind];
+  int lo = 0, hi = t.nRanks - 1; /* members are sorted by world rank */
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (members[mid] == worldRank) return mid;
+    if (members[mid] < worldRank) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+CCO_DEVICE_INLINE int ccoDevTeamIsMember(const ccoDevComm* dc, ccoTeamKind_t kind, int worldRank) {
+  return ccoDevTeamRankFromWorld(dc, kind, worldRank) >= 0;
+}
+
+/* ---------------------------------------------------------- peer pointers */
+
+/* Address of byte `offset` of LSA peer peerLsaRank's copy of the window:
+ * winBase + peerLsaRank * (stride4G << 32) + offset. */
+CCO_DEVICE_INLINE void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, size_t offset) {
+  uint64_t stride = (uint64_t)win->stride4G << 32;
+  return (void*)(uintptr_t)(win->winBase + (uint64_t)peerLsaRank * stride + offset);
+}
+
+/* This rank's own copy of byte `offset` of the window. */
+CCO_DEVICE_INLINE void* ccoGetLocalPtr(ccoWindow_t win, size_t offset) {
+  return ccoGetLsaPeerPtr(win, win->lsaRank, offset);
+}
+
+/* Same, for the flat VA as a whole (any symmetric address). */
+CCO_DEVICE_INLINE void* ccoGetLsaPeerPtrFlat(const ccoDevComm* dc, const void* localPtr, int peerLsaRank) {
+  uint64_t mine = dc->flatBase + (uint64_t)dc->lsaRank * dc->slotSize;
+  uint64_t off = (uint64_t)(uintptr_t)localPtr - mine;
+  return (void*)(uintptr_t)(dc->flatBase + (uint64_t)peerLsaRank * dc->slotSize + off);
+}
+
+/* ------------------------------------------------------ signalling helpers */
+
+/* Release store / acquire load / release add at system scope: what a peer
+ * needs to see the data written before a signal once it sees the signal. */
+CCO_DEVICE_INLINE void ccoSignalStore(uint64_t* signal, uint64_t value) {
+  cco_st_release_u64(signal, value);
+}
+CCO_DEVICE_INLINE uint64_t ccoSignalLoad(const uint64_t* signal) { return cco_ld_acquire_u64(signal); }
+CCO_DEVICE_INLINE uint64_t ccoSignalAdd(uint64_t* signal, uint64_t value) {
+  return cco_atomic_add_release_u64(signal, value);
+}
+
+CCO_DEVICE_INLINE int ccoDevCommAborted(const ccoDevComm* dc) {
+  const uint32_t* flag = (const uint32_t*)(uintptr_t)dc->abortFlag;
+  return flag && cco_ld_relaxed_u32(flag) != 0;
+}
+
+/* Waits until *signal >= value (wrapping 64-bit compare), the abort word is
+ * set, or timeoutNs passes (0: no timeout). One thread. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSignalWaitUntil(const ccoDevComm* dc, const uint64_t* signal,
+                                                    uint64_t value, uint64_t timeoutNs) {
+  uint64_t start = timeoutNs ? cco_clock_ns() : 0;
+  for (uint32_t spins = 0;; spins++) {
+    if ((int64_t)(cco_ld_acquire_u64(signal) - value) >= 0) return ccoDevSuccess;
+    if ((spins & 255) == 255) {
+      if (ccoDevCommAborted(dc)) return ccoDevAborted;
+      if (timeoutNs && cco_clock_ns() - start > timeoutNs) return ccoDevTimeout;
+    }
+    cco_spin_pause(spins);
+  }
+}
+
+/* ------------------------------------------------------------ LSA barrier */
+
+/*
+ * LSA barrier b keeps, in the resource window of every rank, an inbox of
+ * lsaSize uint32 slots: slot s holds the last epoch rank s arrived at. To
+ * arrive, a rank stores its next epoch (release, system scope) into its
+ * slot of every peer's inbox; to wait, it loads (acquire) every slot of its
+ * own inbox until each has reached that epoch. No atomics, one writer per
+ * slot, and the epochs only grow (compared with wrap-around), so sessions
+ * can follow each other without resetting anything. A session keeps the
+ * epoch in registers and stores it back at ccoLsaBarrierSessionEnd.
+ *
+ * Use one barrier index per concurrent session (for example per block).
+ */
+typedef struct {
+  uint32_t* inbox;     /* this rank's inbox of the barrier */
+  uint64_t peerSlot0;  /* this rank's slot in LSA rank 0's inbox */
+  uint64_t stride;     /* slot size of the flat VA */
+  uint32_t* epochHome; /* where the epoch lives between sessions */
+  const uint32_t* abortFlag;
+  uint32_t epoch;
+  int32_t lsaSize;
+  int32_t lsaRank;
+  ccoCoop_t coop;
+} ccoLsaBarrierSession;
+
+CCO_DEVICE_INLINE ccoLsaBarrierSession ccoLsaBarrierSessionInit(const ccoDevComm* dc, uint32_t index,
+                                                                ccoCoop_t coop) {
+  ccoLsaBarrierSession s;
+  uint64_t mySlot = dc->resourceBase + (uint64_t)dc->lsaRank * dc->slotSize;
+  uint64_t inboxOff = dc->lsaBarrierOffset + (uint64_t)index * (uint64_t)dc->lsaSize * 4u;
+  s.inbox = (uint32_t*)(uintptr_t)(mySlot + inboxOff);
+  s.peerSlot0 = dc->resourceBase + inboxOff + (uint64_t)dc->lsaRank * 4u;
+  s.stride = dc->slotSize;
+  s.epochHome = (uint32_t*)(uintptr_t)(mySlot + dc->lsaEpochOffset + (uint64_t)index * 4u);
+  s.abortFlag = (const uint32_t*)(uintptr_t)dc->abortFlag;
+  s.epoch = cco_ld_relaxed_u32(s.epochHome);
+  s.lsaSize = dc->lsaSize;
+  s.lsaRank = dc->lsaRank;
+  s.coop = coop;
+  return s;
+}
+
+/* Everything this scope wrote before arriving is visible to every peer
+ * once that peer's wait returns. */
+CCO_DEVICE_INLINE void ccoLsaBarrierArrive(ccoLsaBarrierSession* s) {
+  uint32_t next = s->epoch + 1;
+  /* The scope's writes happen before the release stores below. */
+  ccoCoopSync(s->coop);
+  for (uint32_t p = ccoCoopRank(s->coop); p < (uint32_t)s->lsaSize; p += ccoCoopSize(s->coop))
+    cco_st_release_u32((uint32_t*)(uintptr_t)(s->peerSlot0 + p * s->stride), next);
+  s->epoch = next;
+}
+
+/* Waits for every peer's arrival at this session's epoch, the abort word,
+ * or the timeout (0: none). Every thread of the scope returns the same
+ * status. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWaitTimeout(ccoLsaBarrierSession* s, uint64_t timeoutNs) {
+  ccoDevStatus_t st = ccoDevSuccess;
+  uint64_t start = timeoutNs ? cco_clock_ns() : 0;
+  for (uint32_t p = ccoCoopRank(s->coop); p < (uint32_t)s->lsaSize && st == ccoDevSuccess;
+       p += ccoCoopSize(s->coop)) {
+    for (uint32_t spins = 0;; spins++) {
+      if ((int32_t)(cco_ld_acquire_u32(&s->inbox[p]) - s->epoch) >= 0) break;
+      if ((spins & 255) == 255) {
+        if (s->abortFlag && cco_ld_relaxed_u32(s->abortFlag)) {
+          st = ccoDevAborted;
+          break;
+        }
+        if (timeoutNs && cco_clock_ns() - start > timeoutNs) {
+          st = ccoDevTimeout;
+          break;
+        }
+      }
+      cco_spin_pause(spins);
+    }
+  }
+#if CCO_ARCH_GPU
+  /* One verdict for the whole scope: the worst status any thread saw. */
+  if (s->coop == ccoCoopWarp) {
+    uint32_t worst;
+    __asm__ volatile("redux.sync.max.u32 %0, %1, -1;" : "=r"(worst) : "r"((uint32_t)st));
+    st = (ccoDevStatus_t)worst;
+  } else if (s->coop == ccoCoopBlock) {
+    int32_t any;
+    __asm__ volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; bar.red.or.pred p, 0, p; selp.s32 %0, 1, 0, p; }"
+                     : "=r"(any)
+                     : "r"((uint32_t)st)
+                     : "memory");
+    if (any && st == ccoDevSuccess) {
+      /* Another thread failed; report abort if the word is set, else timeout. */
+      st = (s->abortFlag && cco_ld_relaxed_u32(s->abortFlag)) ? ccoDevAborted : ccoDevTimeout;
+    }
+    return st; /* bar.red synchronized the block */
+  }
+#endif
+  ccoCoopSync(s->coop);
+  return st;
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWait(ccoLsaBarrierSession* s) {
+  return ccoLsaBarrierWaitTimeout(s, 0);
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierSync(ccoLsaBarrierSession* s) {
+  ccoLsaBarrierArrive(s);
+  return ccoLsaBarrierWaitTimeout(s, 0);
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierSyncTimeout(ccoLsaBarrierSession* s, uint64_t timeoutNs) {
+  ccoLsaBarrierArrive(s);
+  return ccoLsaBarrierWaitTimeout(s, timeoutNs);
+}
+
+/* Stores the epoch back for the next session on this barrier. */
+CCO_DEVICE_INLINE void ccoLsaBarrierSessionEnd(ccoLsaBarrierSession* s) {
+  if (ccoCoopRank(s->coop) == 0) cco_st_relaxed_u32(s->epochHome, s->epoch);
+}
+
+#endif /* CCO_CCO_DEVICE_H_ */

@@ -1,0 +1,210 @@
+/*
+ * The arch layer of the device API: the few primitives everything else is
+ * written in, for three compilers.
+ *
+ * - nvcc / clang-cuda (CUDA C/C++ kernels): __device__ functions, PTX asm.
+ * - clang --target=nvptx64-nvidia-cuda -std=c11 (bitcode for Triton): plain
+ *   C11 with the same PTX asm; no CUDA headers.
+ * - gcc/clang on the host (the host platform, where "kernels" are CPU
+ *   threads): GCC __atomic builtins; a CPU thread is a warp and a block of
+ *   one thread.
+ *
+ * Memory-model choice: signalling goes through the flat VA, possibly to
+ * other processes and GPUs, so every ordering primitive is system scope
+ * (.sys), as NVSHMEM and NCCL use for peer flags.
+ */
+#ifndef CCO_DEVICE_CCO_ARCH_H_
+#define CCO_DEVICE_CCO_ARCH_H_
+
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) || defined(__NVPTX__)
+#define CCO_ARCH_GPU 1
+#else
+#define CCO_ARCH_GPU 0
+#endif
+
+#if defined(__CUDACC__)
+#define CCO_DEVICE_INLINE static __device__ __forceinline__
+#elif defined(__NVPTX__)
+#define CCO_DEVICE_INLINE static inline __attribute__((always_inline))
+#else
+#define CCO_DEVICE_INLINE static inline
+#endif
+
+#if !CCO_ARCH_GPU
+#include <sched.h>
+#include <time.h>
+#endif
+
+/* ------------------------------------------------------------ ordering */
+
+CCO_DEVICE_INLINE uint32_t cco_ld_acquire_u32(const uint32_t* p) {
+#if CCO_ARCH_GPU
+  uint32_t v;
+  __asm__ volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+CCO_DEVICE_INLINE uint64_t cco_ld_acquire_u64(const uint64_t* p) {
+#if CCO_ARCH_GPU
+  uint64_t v;
+  __asm__ volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+CCO_DEVICE_INLINE uint32_t cco_ld_relaxed_u32(const uint32_t* p) {
+#if CCO_ARCH_GPU
+  uint32_t v;
+  __asm__ volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+CCO_DEVICE_INLINE void cco_st_release_u32(uint32_t* p, uint32_t v) {
+#if CCO_ARCH_GPU
+  __asm__ volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+CCO_DEVICE_INLINE void cco_st_release_u64(uint64_t* p, uint64_t v) {
+#if CCO_ARCH_GPU
+  __asm__ volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+CCO_DEVICE_INLINE void cco_st_relaxed_u32(uint32_t* p, uint32_t v) {
+#if CCO_ARCH_GPU
+  __asm__ volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* Returns the old value. */
+CCO_DEVICE_INLINE uint64_t cco_atomic_add_release_u64(uint64_t* p, uint64_t v) {
+#if CCO_ARCH_GPU
+  uint64_t old;
+  __asm__ volatile("atom.release.sys.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+#else
+  return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+CCO_DEVICE_INLINE uint32_t cco_atomic_add_release_u32(uint32_t* p, uint32_t v) {
+#if CCO_ARCH_GPU
+  uint32_t old;
+  __asm__ volatile("atom.release.sys.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+#else
+  return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+CCO_DEVICE_INLINE void cco_fence_acq_rel_sys(void) {
+#if CCO_ARCH_GPU
+  __asm__ volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+  __atomic_thread_fence(__ATOMIC_ACQ_REL);
+#endif
+}
+
+/* ------------------------------------------------------- threads, syncs */
+
+CCO_DEVICE_INLINE uint32_t cco_thread_in_block(void) {
+#if CCO_ARCH_GPU
+  uint32_t x, y, z, nx, ny;
+  __asm__("mov.u32 %0, %%tid.x;" : "=r"(x));
+  __asm__("mov.u32 %0, %%tid.y;" : "=r"(y));
+  __asm__("mov.u32 %0, %%tid.z;" : "=r"(z));
+  __asm__("mov.u32 %0, %%ntid.x;" : "=r"(nx));
+  __asm__("mov.u32 %0, %%ntid.y;" : "=r"(ny));
+  return x + nx * (y + ny * z);
+#else
+  return 0;
+#endif
+}
+
+CCO_DEVICE_INLINE uint32_t cco_block_size(void) {
+#if CCO_ARCH_GPU
+  uint32_t nx, ny, nz;
+  __asm__("mov.u32 %0, %%ntid.x;" : "=r"(nx));
+  __asm__("mov.u32 %0, %%ntid.y;" : "=r"(ny));
+  __asm__("mov.u32 %0, %%ntid.z;" : "=r"(nz));
+  return nx * ny * nz;
+#else
+  return 1;
+#endif
+}
+
+CCO_DEVICE_INLINE uint32_t cco_lane(void) {
+#if CCO_ARCH_GPU
+  uint32_t l;
+  __asm__("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+#else
+  return 0;
+#endif
+}
+
+CCO_DEVICE_INLINE uint32_t cco_warp_size(void) {
+#if CCO_ARCH_GPU
+  return 32;
+#else
+  return 1;
+#endif
+}
+
+CCO_DEVICE_INLINE void cco_sync_warp(void) {
+#if CCO_ARCH_GPU
+  __asm__ volatile("bar.warp.sync -1;" ::: "memory");
+#endif
+}
+
+CCO_DEVICE_INLINE void cco_sync_block(void) {
+#if CCO_ARCH_GPU
+  __asm__ volatile("bar.sync 0;" ::: "memory");
+#endif
+}
+
+/* ------------------------------------------------------------- time */
+
+/* Nanoseconds from a clock that only moves forward. */
+CCO_DEVICE_INLINE uint64_t cco_clock_ns(void) {
+#if CCO_ARCH_GPU
+  uint64_t t;
+  __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  /* C11's clock, so strict -std=c11 host code compiles without POSIX
+   * feature macros; timeouts tolerate its rare steps. */
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* One step of a wait loop. On a GPU a tight spin is the fastest; on the
+ * host the peer may need this very core, so yield now and then. */
+CCO_DEVICE_INLINE void cco_spin_pause(uint32_t spins) {
+#if CCO_ARCH_GPU
+  (void)spins;
+#else
+  if ((spins & 63) == 63) sched_yield();
+#endif
+}
+
+#endif /* CCO_DEVICE_CCO_ARCH_H_ */
