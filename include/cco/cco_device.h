@@ -254,9 +254,12 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierSyncTimeout(ccoLsaBarrierSession* 
   return ccoLsaBarrierWaitTimeout(s, timeoutNs);
 }
 
-/* Stores the epoch back for the next session on this barrier. */
+/* Stores the epoch back for the next session on this barrier. The scope
+ * syncs after the store, so a session opened right after by any thread of
+ * the scope reads the new epoch. */
 CCO_DEVICE_INLINE void ccoLsaBarrierSessionEnd(ccoLsaBarrierSession* s) {
   if (ccoCoopRank(s->coop) == 0) cco_st_relaxed_u32(s->epochHome, s->epoch);
+  ccoCoopSync(s->coop);
 }
 
 #endif /* CCO_CCO_DEVICE_H_ */
