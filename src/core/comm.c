@@ -215,13 +215,6 @@ ccoResult_t ccoCommCreateFromEnv(size_t perRankVmmSize, ccoComm** comm) {
   return ccoCommCreate(id, (int)nRanks, (int)rank, perRankVmmSize, comm);
 }
 
-#define CCO_VALIDATE_COMM(comm)                                                             \
-  do {                                                                                      \
-    if (!cco_comm_is_valid(comm))                                                           \
-      return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT,                           \
-                       "%s: invalid communicator handle (NULL, destroyed or foreign)", __func__); \
-  } while (0)
-
 static void wake_waiters(ccoComm* comm) {
   uint64_t one = 1;
   (void)!write(comm->wakeFd, &one, sizeof(one));

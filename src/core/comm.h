@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "bootstrap.h"
+#include "error.h"
 #include "cco/cco.h"
 #include "mem/symm.h"
 #include "topology.h"
@@ -31,6 +32,14 @@ struct ccoComm {
 };
 
 bool cco_comm_is_valid(const ccoComm* comm);
+
+/* First line of every public function taking a communicator. */
+#define CCO_VALIDATE_COMM(comm)                                                             \
+  do {                                                                                      \
+    if (!cco_comm_is_valid(comm))                                                           \
+      return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT,                           \
+                       "%s: invalid communicator handle (NULL, destroyed or foreign)", __func__); \
+  } while (0)
 void cco_comm_set_last_error(ccoComm* comm, const char* msg);
 
 /* Collectives of one communicator run one at a time: begin takes the lock

@@ -131,15 +131,8 @@ static ccoResult_t place_chunk(ccoComm* comm, cco_chunk* chunk, bool external, v
   return ccoSuccess;
 }
 
-#define CCO_VALIDATE_MEM_COMM(comm)                                                         \
-  do {                                                                                      \
-    if (!cco_comm_is_valid(comm))                                                           \
-      return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,                            \
-                       "%s: invalid communicator handle (NULL, destroyed or foreign)", __func__); \
-  } while (0)
-
 ccoResult_t ccoMemAlloc(ccoComm* comm, size_t size, void** ptr) {
-  CCO_VALIDATE_MEM_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   if (!ptr || size == 0)
     return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_MEM, "ccoMemAlloc: %s",
                      ptr ? "size is 0" : "ptr is NULL");
@@ -163,7 +156,7 @@ ccoResult_t ccoMemAlloc(ccoComm* comm, size_t size, void** ptr) {
 }
 
 ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localPtr) {
-  CCO_VALIDATE_MEM_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   if (!extPtr || !localPtr || size == 0)
     return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_MEM, "ccoMemImport: NULL pointer or size 0");
   cco_symm* m = &comm->mem;
@@ -181,7 +174,7 @@ ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localP
 }
 
 ccoResult_t ccoMemFree(ccoComm* comm, void* ptr) {
-  CCO_VALIDATE_MEM_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   cco_symm* m = &comm->mem;
   pthread_mutex_lock(&m->lock);
   cco_alloc* a = ptr ? cco_symm_find_alloc(m, ptr, 0) : NULL;
@@ -202,14 +195,14 @@ ccoResult_t ccoMemFree(ccoComm* comm, void* ptr) {
 }
 
 ccoResult_t ccoCommPlatform(const ccoComm* comm, ccoPlatform_t* platform) {
-  CCO_VALIDATE_MEM_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   if (!platform) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "platform is NULL");
   *platform = comm->mem.platform.kind == CCO_PLATFORM_CUDA ? ccoPlatformCuda : ccoPlatformHost;
   return ccoSuccess;
 }
 
 ccoResult_t ccoCommFlatVa(const ccoComm* comm, void** base, size_t* slotSize) {
-  CCO_VALIDATE_MEM_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   if (!base || !slotSize)
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "base or slotSize is NULL");
   *base = comm->mem.flatBase;

@@ -216,6 +216,20 @@ static ccoResult_t allgather_status(ccoComm* comm, ccoResult_t mine, int* failed
   return res;
 }
 
+/* Drops a window record this registration made: a complete one (mapped,
+ * descriptor made) is unwound, a bare one freed. The allocation stays. */
+static void discard_window(cco_symm* m, cco_window_rec* w, bool complete) {
+  if (!w) return;
+  pthread_mutex_lock(&m->lock);
+  if (complete) {
+    w->ownsAlloc = false;
+    cco_window_free_rec(m, w);
+  } else {
+    free(w);
+  }
+  pthread_mutex_unlock(&m->lock);
+}
+
 static ccoResult_t register_locked(ccoComm* comm, void* ptr, size_t size, bool ownsAlloc,
                                    ccoWindow_t* win) {
   cco_symm* m = &comm->mem;
@@ -256,32 +270,17 @@ static ccoResult_t register_locked(ccoComm* comm, void* ptr, size_t size, bool o
 
   int failedRank = -1;
   res = allgather_status(comm, local, &failedRank);
-  if (res == ccoSuccess && failedRank >= 0) {
-    pthread_mutex_lock(&m->lock);
-    if (local == ccoSuccess) {
-      w->ownsAlloc = false;
-      cco_window_free_rec(m, w);
-    } else {
-      free(w);
-    }
-    pthread_mutex_unlock(&m->lock);
+  if (res != ccoSuccess || failedRank >= 0) {
+    /* A rank failed to map, or the job broke: no rank keeps this window. */
+    discard_window(m, w, local == ccoSuccess);
     w = NULL;
-    res = failedRank == comm->rank
-              ? cco_error(comm, local, CCO_SUBSYS_MEM, "rank %d: window registration: %s",
-                          comm->rank, localWhy)
-              : cco_error(comm, ccoRemoteError, CCO_SUBSYS_MEM,
-                          "rank %d: window registration failed on rank %d", comm->rank, failedRank);
-  } else if (res != ccoSuccess && w) {
-    /* The job is broken (a peer died): undo ours as well. */
-    pthread_mutex_lock(&m->lock);
-    if (local == ccoSuccess) {
-      w->ownsAlloc = false;
-      cco_window_free_rec(m, w);
-    } else {
-      free(w);
-    }
-    pthread_mutex_unlock(&m->lock);
-    w = NULL;
+    if (res == ccoSuccess)
+      res = failedRank == comm->rank
+                ? cco_error(comm, local, CCO_SUBSYS_MEM, "rank %d: window registration: %s",
+                            comm->rank, localWhy)
+                : cco_error(comm, ccoRemoteError, CCO_SUBSYS_MEM,
+                            "rank %d: window registration failed on rank %d", comm->rank,
+                            failedRank);
   }
   free(all);
   if (res != ccoSuccess) return res;
@@ -295,13 +294,6 @@ static ccoResult_t register_locked(ccoComm* comm, void* ptr, size_t size, bool o
   return ccoSuccess;
 }
 
-#define CCO_VALIDATE_WIN_COMM(comm)                                                         \
-  do {                                                                                      \
-    if (!cco_comm_is_valid(comm))                                                           \
-      return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM,                            \
-                       "%s: invalid communicator handle (NULL, destroyed or foreign)", __func__); \
-  } while (0)
-
 static ccoResult_t register_window(ccoComm* comm, void* ptr, size_t size, bool ownsAlloc,
                                    ccoWindow_t* win) {
   /* win == NULL is a local mistake but the registration is collective:
@@ -312,12 +304,12 @@ static ccoResult_t register_window(ccoComm* comm, void* ptr, size_t size, bool o
 }
 
 ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win) {
-  CCO_VALIDATE_WIN_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   return register_window(comm, ptr, size, false, win);
 }
 
 ccoResult_t ccoWindowRegisterAlloc(ccoComm* comm, size_t size, ccoWindow_t* win, void** localPtr) {
-  CCO_VALIDATE_WIN_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   void* ptr = NULL;
   /* A failed allocation still takes part in the collective, as a bad window. */
   ccoResult_t allocRes = (size && localPtr) ? ccoMemAlloc(comm, size, &ptr) : ccoInvalidArgument;
@@ -332,7 +324,7 @@ ccoResult_t ccoWindowRegisterAlloc(ccoComm* comm, size_t size, ccoWindow_t* win,
 
 ccoResult_t ccoWindowRegisterExternal(ccoComm* comm, void* extPtr, size_t size, ccoWindow_t* win,
                                       void** localPtr) {
-  CCO_VALIDATE_WIN_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   void* ptr = NULL;
   ccoResult_t impRes = localPtr ? ccoMemImport(comm, extPtr, size, &ptr) : ccoInvalidArgument;
   ccoResult_t res = register_window(comm, impRes == ccoSuccess ? ptr : NULL, size, true, win);
@@ -345,7 +337,7 @@ ccoResult_t ccoWindowRegisterExternal(ccoComm* comm, void* extPtr, size_t size, 
 }
 
 ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win) {
-  CCO_VALIDATE_WIN_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   cco_symm* m = &comm->mem;
   pthread_mutex_lock(&m->lock);
   cco_window_rec* w = win ? find_window(m, win) : NULL;
@@ -365,7 +357,7 @@ ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win) {
 }
 
 ccoResult_t ccoWindowGetInfo(ccoComm* comm, ccoWindow_t win, ccoWindowDevice* desc, void** localPtr) {
-  CCO_VALIDATE_WIN_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   cco_symm* m = &comm->mem;
   pthread_mutex_lock(&m->lock);
   cco_window_rec* w = win ? find_window(m, win) : NULL;
@@ -381,7 +373,7 @@ ccoResult_t ccoWindowGetInfo(ccoComm* comm, ccoWindow_t win, ccoWindowDevice* de
 }
 
 ccoResult_t ccoGetPeerPtr(ccoComm* comm, const void* localPtr, int peer, void** peerPtr) {
-  CCO_VALIDATE_WIN_COMM(comm);
+  CCO_VALIDATE_COMM(comm);
   if (!peerPtr) return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_MEM, "peerPtr is NULL");
   int peerLsa = cco_topology_world_to_team(&comm->topo, ccoTeamLsa, peer);
   if (peerLsa < 0)
