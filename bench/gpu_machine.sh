@@ -29,5 +29,18 @@ if [ "$what" != tests ]; then
   "$bin/cco-bench-bootstrap" 16 15 5000 | tee "$out/bench_bootstrap.jsonl"
   mps_start
   for n in 2 4 8; do "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-windows"; done | tee "$out/bench_windows.jsonl"
+  for n in 2 4 8; do "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-lsa"; done | tee "$out/bench_lsa.jsonl"
+  # The same measurements with NVSHMEM 3.4 (pip package nvidia-nvshmem-cu13).
+  if bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1; then
+    for n in 2 4 8; do
+      NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 \
+        NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=${NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME:-lo} \
+        "$bin/ccorun" -t 300 -n "$n" "$bin/nvshmem_ref" 2>&1
+    done | tee "$out/nvshmem_ref.log" | grep '^{' >"$out/nvshmem_ref.jsonl"
+    cat "$out/nvshmem_ref.jsonl"
+  else
+    echo "nvshmem_ref: build failed (continuing); see $out/nvshmem_build.log:"
+    tail -20 "$out/nvshmem_build.log"
+  fi
   mps_stop
 fi

@@ -4,7 +4,7 @@
 # names the packages and fails.
 set -eu
 # command:package
-needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang ip:iproute2 pgrep:procps"
+needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang clang-19:clang-19 ip:iproute2 pgrep:procps"
 missing=""
 for pair in $needs; do
   cmd=${pair%%:*} pkg=${pair#*:}

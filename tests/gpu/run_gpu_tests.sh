@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU tests for the GPU machine (one H200): the platform smoke test, then the
-# window tests with 1 and 4 ranks under MPS. Usage: run_gpu_tests.sh BIN_DIR
+# window tests with 1 and 4 ranks and the LSA tests with 2, 4 and 8 ranks
+# under MPS. Usage: run_gpu_tests.sh BIN_DIR
 set -u
 bin=${1:?usage: run_gpu_tests.sh BIN_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,6 +17,10 @@ run "platform smoke (driver API through dlopen)" "$bin/gpu_platform_smoke"
 run "windows, 1 rank (memory back to baseline)" "$bin/ccorun" -t 120 -n 1 "$bin/gpu_windows"
 mps_start
 run "windows, 4 ranks under MPS" "$bin/ccorun" -t 300 -n 4 -p "$bin/gpu_windows"
+for n in 2 4 8; do
+  run "LSA device API (barriers, put, all-reduce, timeout, abort), $n ranks under MPS" \
+    "$bin/ccorun" -t 300 -n "$n" "$bin/gpu_lsa"
+done
 run "demo, 4 ranks under MPS" "$bin/ccorun" -t 120 -n 4 "$bin/cco-demo"
 store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
 run "torch symmetric-memory tensor as an external window, 4 ranks" \

@@ -1,0 +1,309 @@
+// NVSHMEM 3.4 reference for bench_lsa.cu: the same three measurements on the
+// same GPU, one PE per rank of a job started by ccorun (MPS):
+//
+//   bash bench/build_nvshmem_ref.sh BUILD_DIR      (on the GPU machine)
+//   NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 ccorun -n N BUILD_DIR/bin/nvshmem_ref
+//
+// JSON lines from PE 0 with bench_lsa's keys prefixed "nvshmem_":
+// 1. nvshmem_lsa_put_bw: nvshmemx_putmem_nbi_block, one 1024-thread block
+//    per SM, each block putting its share of 256 MiB to PE (pe + 1) % npes,
+//    then nvshmem_quiet; beside cudaMemcpy device-to-device of the same
+//    bytes. writers=1 (PE 0 alone) and writers=N (every PE at once).
+// 2. nvshmem_signal_pingpong: PEs 0 and 1, one thread each, variant
+//    "signal_op" (nvshmemx_signal_op SET + nvshmem_signal_wait_until GE) and
+//    "putmem_signal" (8-byte nvshmem_putmem_signal_nbi + wait).
+// 3. nvshmem_lsa_barrier: nvshmemx_barrier_all_block, 10000 times in one
+//    kernel of one 128-thread block per PE (nvshmemx_collective_launch).
+//
+// Bootstrap: PE 0's nvshmemx_uniqueid_t travels through a cco communicator
+// on the host platform (ccoBootstrapAllGather); then
+// nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID).
+#include <cuda_runtime.h>
+#include <nvshmem.h>
+#include <nvshmemx.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cco/cco.h"
+
+static ccoComm* comm;
+
+#define CCO_OK(call)                                                                            \
+  do {                                                                                          \
+    ccoResult_t r_ = (call);                                                                    \
+    if (r_ != ccoSuccess) {                                                                     \
+      fprintf(stderr, "%s: %s (%s)\n", #call, ccoGetErrorString(r_), ccoGetLastError(comm));    \
+      exit(1);                                                                                  \
+    }                                                                                           \
+  } while (0)
+#define CUDA_OK(call)                                                                           \
+  do {                                                                                          \
+    cudaError_t e_ = (call);                                                                    \
+    if (e_ != cudaSuccess) {                                                                    \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
+      exit(1);                                                                                  \
+    }                                                                                           \
+  } while (0)
+
+static int cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof(double), cmp);
+  return v[n / 2];
+}
+
+__device__ static inline uint64_t clock_ns(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+static const size_t kPutBytes = 256u << 20;
+
+// Slowest PE's value, every PE taking part (through the cco host comm).
+static double slowest(double mine, int npes) {
+  double* all = (double*)calloc((size_t)npes, sizeof(double));
+  CCO_OK(ccoBootstrapAllGather(comm, &mine, all, sizeof(double)));
+  double m = 0;
+  for (int i = 0; i < npes; i++) m = all[i] > m ? all[i] : m;
+  free(all);
+  return m;
+}
+
+// ------------------------------------------------------------ 1. put
+
+__global__ void put_kernel(char* dst, const char* src, size_t bytes, int pe) {
+  size_t chunk = (bytes / gridDim.x) & ~(size_t)15;
+  size_t off = blockIdx.x * chunk;
+  size_t len = blockIdx.x == gridDim.x - 1 ? bytes - off : chunk;
+  nvshmemx_putmem_nbi_block(dst + off, src + off, len, pe);
+  __syncthreads();
+  if (threadIdx.x == 0) nvshmem_quiet();
+}
+
+static void bench_put(int mype, int npes, char* symSrc, char* symDst, void* refSrc, void* refDst, cudaStream_t st) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int blocks = sms, threads = 1024, iters = 10, trials = 7;
+  int peer = (mype + 1) % npes;
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  for (int all = 0; all < 2; all++) {
+    int active = all || mype == 0;
+    double put[trials], ref[trials];
+    if (active) {
+      put_kernel<<<blocks, threads, 0, st>>>(symDst, symSrc, kPutBytes, peer);
+      CUDA_OK(cudaMemcpyAsync(refDst, refSrc, kPutBytes, cudaMemcpyDeviceToDevice, st));
+      CUDA_OK(cudaStreamSynchronize(st));
+    }
+    for (int t = 0; t < trials; t++) {
+      for (int kind = 0; kind < 2; kind++) {
+        CCO_OK(ccoBarrierAll(comm));
+        double ms = 0;
+        if (active) {
+          CUDA_OK(cudaEventRecord(e0, st));
+          for (int i = 0; i < iters; i++) {
+            if (kind == 0) put_kernel<<<blocks, threads, 0, st>>>(symDst, symSrc, kPutBytes, peer);
+            else CUDA_OK(cudaMemcpyAsync(refDst, refSrc, kPutBytes, cudaMemcpyDeviceToDevice, st));
+          }
+          CUDA_OK(cudaEventRecord(e1, st));
+          CUDA_OK(cudaEventSynchronize(e1));
+          CUDA_OK(cudaGetLastError());
+          float f = 0;
+          cudaEventElapsedTime(&f, e0, e1);
+          ms = f / iters;
+        }
+        ms = all ? slowest(ms, npes) : ms;
+        (kind == 0 ? put : ref)[t] = ms;
+      }
+    }
+    double putMs = median(put, trials), refMs = median(ref, trials);
+    int writers = all ? npes : 1;
+    double gbPut = (double)kPutBytes * writers / (putMs * 1e-3) / 1e9;
+    double gbRef = (double)kPutBytes * writers / (refMs * 1e-3) / 1e9;
+    if (mype == 0)
+      printf("{\"bench\":\"nvshmem_lsa_put_bw\",\"ranks\":%d,\"writers\":%d,\"bytes\":%zu,\"blocks\":%d,"
+             "\"threads\":%d,\"nvshmem_put_GBps\":%.1f,\"ref_cudaMemcpy_d2d_GBps\":%.1f,\"nvshmem_ratio\":%.3f,"
+             "\"nvshmem_put_ms\":%.4f,\"ref_ms\":%.4f}\n",
+             npes, writers, kPutBytes, blocks, threads, gbPut, gbRef, gbPut / gbRef, putMs, refMs);
+    fflush(stdout);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+}
+
+// ------------------------------------------------------- 2. ping-pong
+
+// variant 0: nvshmemx_signal_op; 1: nvshmem_putmem_signal_nbi of 8 bytes.
+__global__ void pingpong(uint64_t* sig, uint64_t* data, int role, int variant, uint64_t base, uint32_t warm,
+                         uint32_t iters, unsigned long long* ns) {
+  int peer = 1 - role;
+  uint64_t t0 = clock_ns();
+  for (uint32_t i = 1; i <= warm + iters; i++) {
+    if (i == warm + 1) t0 = clock_ns();
+    uint64_t v = base + i;
+    if (role == 1) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+    if (variant == 0) {
+      nvshmemx_signal_op(sig, v, NVSHMEM_SIGNAL_SET, peer);
+    } else {
+      data[1] = v;
+      nvshmem_putmem_signal_nbi(data, data + 1, sizeof(uint64_t), sig, v, NVSHMEM_SIGNAL_SET, peer);
+    }
+    if (role == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+  }
+  *ns = clock_ns() - t0;
+}
+
+static void bench_pingpong(int mype, int npes, uint64_t* sig, uint64_t* data, cudaStream_t st,
+                           unsigned long long* dNs) {
+  const uint32_t warm = 1000, iters = 20000;
+  const int trials = 5;
+  const char* names[2] = {"signal_op", "putmem_signal"};
+  uint64_t base = 0;
+  for (int variant = 0; variant < 2; variant++) {
+    double v[trials];
+    for (int t = 0; t < trials; t++) {
+      CCO_OK(ccoBarrierAll(comm));
+      unsigned long long ns = 0;
+      if (mype < 2) {
+        pingpong<<<1, 1, 0, st>>>(sig, data, mype, variant, base, warm, iters, dNs);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
+        CUDA_OK(cudaStreamSynchronize(st));
+      }
+      v[t] = ns * 1e-3 / iters / 2;
+      base += warm + iters;
+    }
+    double m = median(v, trials);
+    if (mype == 0)
+      printf("{\"bench\":\"nvshmem_signal_pingpong\",\"ranks\":%d,\"variant\":\"%s\",\"iters\":%u,"
+             "\"nvshmem_half_rtt_us\":%.3f,\"nvshmem_min_half_rtt_us\":%.3f}\n",
+             npes, names[variant], iters, m, v[0]);
+    fflush(stdout);
+  }
+}
+
+// -------------------------------------------------------- 3. barrier
+
+__global__ void barrier_kernel(uint32_t warm, uint32_t iters, unsigned long long* ns) {
+  uint64_t t0 = clock_ns();
+  for (uint32_t i = 0; i < warm + iters; i++) {
+    if (i == warm) t0 = clock_ns();
+    nvshmemx_barrier_all_block();
+  }
+  if (threadIdx.x == 0) *ns = clock_ns() - t0;
+}
+
+static void bench_barrier(int mype, int npes, cudaStream_t st, unsigned long long* dNs) {
+  uint32_t warm = 200, iters = 10000;
+  const int threads = 128, trials = 5;
+  double v[trials];
+  const char* launch = "nvshmemx_collective_launch";
+  for (int t = 0; t < trials; t++) {
+    CCO_OK(ccoBarrierAll(comm));
+    void* args[] = {&warm, &iters, &dNs};
+    int rc = nvshmemx_collective_launch((const void*)barrier_kernel, dim3(1), dim3(threads), args, 0, st);
+    if (rc != 0) { // fall back to a plain launch, and say so
+      launch = "plain launch (collective launch failed)";
+      barrier_kernel<<<1, threads, 0, st>>>(warm, iters, dNs);
+    }
+    CUDA_OK(cudaGetLastError());
+    unsigned long long ns = 0;
+    CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    v[t] = slowest(ns * 1e-3 / iters, npes);
+  }
+  double m = median(v, trials);
+  if (mype == 0)
+    printf("{\"bench\":\"nvshmem_lsa_barrier\",\"ranks\":%d,\"scope\":\"block\",\"threads\":%d,\"iters\":%u,"
+           "\"nvshmem_barrier_us\":%.3f,\"launch\":\"%s\"}\n",
+           npes, threads, iters, m, launch);
+  fflush(stdout);
+}
+
+int main(void) {
+  // NVSHMEM with several PEs per GPU under MPS: no NCCL, no NVLS, and full
+  // multi-PE-per-GPU support although every PE may use all SMs.
+  setenv("NVSHMEM_DISABLE_NCCL", "1", 0);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 0);
+  setenv("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1", 0);
+  setenv("CCO_PLATFORM", "host", 1); // cco only carries the unique id here
+  CCO_OK(ccoCommCreateFromEnv(0, &comm));
+  int rank, size;
+  CCO_OK(ccoCommRank(comm, &rank));
+  CCO_OK(ccoCommSize(comm, &size));
+  CUDA_OK(cudaSetDevice(0));
+
+  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
+  if (rank == 0 && nvshmemx_get_uniqueid(&id) != 0) {
+    fprintf(stderr, "nvshmemx_get_uniqueid failed\n");
+    return 1;
+  }
+  nvshmemx_uniqueid_t* ids = (nvshmemx_uniqueid_t*)calloc((size_t)size, sizeof(nvshmemx_uniqueid_t));
+  CCO_OK(ccoBootstrapAllGather(comm, &id, ids, sizeof(nvshmemx_uniqueid_t)));
+  id = ids[0];
+  free(ids);
+  nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
+  if (nvshmemx_set_attr_uniqueid_args(rank, size, &id, &attr) != 0) {
+    fprintf(stderr, "nvshmemx_set_attr_uniqueid_args failed\n");
+    return 1;
+  }
+  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) {
+    fprintf(stderr, "nvshmemx_init_attr failed\n");
+    return 1;
+  }
+  int mype = nvshmem_my_pe(), npes = nvshmem_n_pes();
+  if (mype != rank || npes != size)
+    fprintf(stderr, "warning: PE %d of %d is cco rank %d of %d\n", mype, npes, rank, size);
+  if (npes < 2) {
+    if (mype == 0) printf("{\"bench\":\"nvshmem\",\"ranks\":%d,\"skipped\":\"needs 2 PEs\"}\n", npes);
+    nvshmem_finalize();
+    CCO_OK(ccoCommDestroy(comm));
+    return 0;
+  }
+
+  char* symSrc = (char*)nvshmem_malloc(kPutBytes);
+  char* symDst = (char*)nvshmem_malloc(kPutBytes);
+  uint64_t* sig = (uint64_t*)nvshmem_malloc(4096);
+  uint64_t* data = (uint64_t*)nvshmem_malloc(4096);
+  if (!symSrc || !symDst || !sig || !data) {
+    fprintf(stderr, "nvshmem_malloc failed (NVSHMEM_SYMMETRIC_SIZE?)\n");
+    return 1;
+  }
+  CUDA_OK(cudaMemset(symSrc, 1, kPutBytes));
+  CUDA_OK(cudaMemset(sig, 0, 4096));
+  CUDA_OK(cudaMemset(data, 0, 4096));
+  void *refSrc, *refDst;
+  CUDA_OK(cudaMalloc(&refSrc, kPutBytes));
+  CUDA_OK(cudaMalloc(&refDst, kPutBytes));
+  CUDA_OK(cudaMemset(refSrc, 1, kPutBytes));
+  unsigned long long* dNs;
+  CUDA_OK(cudaMalloc(&dNs, sizeof(*dNs)));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CUDA_OK(cudaDeviceSynchronize());
+  nvshmem_barrier_all();
+
+  bench_put(mype, npes, symSrc, symDst, refSrc, refDst, st);
+  bench_pingpong(mype, npes, sig, data, st, dNs);
+  bench_barrier(mype, npes, st, dNs);
+
+  CUDA_OK(cudaDeviceSynchronize());
+  nvshmem_barrier_all();
+  nvshmem_free(symSrc);
+  nvshmem_free(symDst);
+  nvshmem_free(sig);
+  nvshmem_free(data);
+  cudaFree(refSrc);
+  cudaFree(refDst);
+  cudaFree(dNs);
+  cudaStreamDestroy(st);
+  nvshmem_finalize();
+  CCO_OK(ccoCommDestroy(comm));
+  return 0;
+}

@@ -1,0 +1,61 @@
+"""cco: GPU communication with symmetric memory, from Python.
+
+A pure-Python (ctypes) binding of libcco. The seeds' API::
+
+    from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE
+    uid = Communicator.get_unique_id() if rank == 0 else None
+    uid = comm_mpi.bcast(uid, root=0)
+    with Communicator.init(nranks, rank, uid, per_rank_vmm=256 << 20) as comm:
+        mem = comm.alloc_mem(4096)
+        win = comm.register_window(mem.ptr, mem.size)
+        reqs = CCODevCommRequirements()
+        reqs.gda_connection_type = GDA_CONNECTION_NONE
+        dc = comm.create_dev_comm(reqs)
+        comm.barrier()
+
+libcco is found through ``CCO_LIBRARY``, ``cco/lib/`` next to this package,
+or the ``build/lib`` of the checkout this package sits in (see docs/python.md).
+Importing ``cco`` does not load it; the first call that needs it does.
+"""
+from ._lib import LibraryNotFoundError, library_path, version
+from .communicator import Communicator, Team, UniqueId, set_torch_allocator_comm
+from .devcomm import (
+    GDA_CONNECTION_CROSSNODE,
+    GDA_CONNECTION_FULL,
+    GDA_CONNECTION_NONE,
+    GDA_CONNECTION_RAIL,
+    TEAM_CROSS_NODE,
+    TEAM_LSA,
+    TEAM_RAIL,
+    TEAM_WORLD,
+    CCODevCommRequirements,
+    DevComm,
+)
+from .errors import (
+    CCOCudaError,
+    CCOError,
+    CCOInternalError,
+    CCOInvalidArgument,
+    CCOInvalidUsage,
+    CCONetError,
+    CCOOutOfMemory,
+    CCORemoteError,
+    CCOSystemError,
+    CCOTimeout,
+    CCOUnsupported,
+)
+from .resources import AllocatedMemory, RegisteredWindow
+from .views import PLATFORM_CUDA, PLATFORM_HOST, CudaArray, MemoryRegion, from_pointer, to_cupy, to_torch
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AllocatedMemory", "CCOCudaError", "CCODevCommRequirements", "CCOError", "CCOInternalError",
+    "CCOInvalidArgument", "CCOInvalidUsage", "CCONetError", "CCOOutOfMemory", "CCORemoteError",
+    "CCOSystemError", "CCOTimeout", "CCOUnsupported", "Communicator", "CudaArray", "DevComm",
+    "GDA_CONNECTION_CROSSNODE", "GDA_CONNECTION_FULL", "GDA_CONNECTION_NONE",
+    "GDA_CONNECTION_RAIL", "LibraryNotFoundError", "MemoryRegion", "PLATFORM_CUDA",
+    "PLATFORM_HOST", "RegisteredWindow", "TEAM_CROSS_NODE", "TEAM_LSA", "TEAM_RAIL", "TEAM_WORLD",
+    "Team", "UniqueId", "from_pointer", "library_path", "set_torch_allocator_comm", "to_cupy",
+    "to_torch", "version",
+]

@@ -1,0 +1,79 @@
+"""Compiling CUDA kernels that use the cco device API at run time.
+
+``cco/cco_device.h`` is plain C11 + inline PTX, so NVRTC (what
+``cupy.RawKernel`` uses) compiles it, given two things NVRTC lacks: the
+C standard headers ``<stddef.h>``/``<stdint.h>`` (this package ships
+minimal ones in ``cco/nvrtc/``) and the cco headers themselves, found as
+described in :func:`include_dirs`.
+
+    kernel = cco.cuda.raw_kernel(SOURCE, "my_kernel")   # SOURCE includes cco/cco_device.h
+    kernel((blocks,), (threads,), (dc.ptr, win.handle, ...))
+
+Kernels take the device communicator as ``const ccoDevComm*`` (``dc.ptr``)
+and windows as ``ccoWindow_t`` (``win.handle``); pass pointers as
+``numpy.uint64`` so cupy sends 8 bytes.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+from . import _lib
+from .errors import CCOUnsupported
+
+INCLUDE_ENV = "CCO_INCLUDE_DIR"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _has_headers(path: Path) -> bool:
+    return (path / "cco" / "cco_device.h").is_file()
+
+
+def include_dirs() -> List[str]:
+    """Directories to put on the include path for ``#include "cco/cco_device.h"``.
+
+    Looked for in order: ``CCO_INCLUDE_DIR``; ``cco/include`` inside the
+    package (a wheel that bundles them); ``<repo>/include`` of the checkout
+    the package sits in; ``include`` next to the loaded library's prefix
+    (``<prefix>/lib/libcco.so`` -> ``<prefix>/include``, and
+    ``<repo>/build/lib`` -> ``<repo>/include``).
+    """
+    candidates = []
+    if os.environ.get(INCLUDE_ENV):
+        candidates.append(Path(os.environ[INCLUDE_ENV]))
+    candidates.append(_PACKAGE_DIR / "include")
+    candidates.append(_PACKAGE_DIR.parent.parent / "include")
+    try:
+        libdir = Path(_lib.library_path()).resolve().parent
+        candidates += [libdir.parent / "include", libdir.parent.parent / "include"]
+    except ImportError:
+        pass
+    for path in candidates:
+        if _has_headers(path):
+            return [str(path)]
+    raise CCOUnsupported(
+        "cco headers not found; set CCO_INCLUDE_DIR to the directory holding cco/cco_device.h. "
+        "Tried: " + ", ".join(str(p) for p in candidates)
+    )
+
+
+def nvrtc_options(extra: Sequence[str] = ()) -> Tuple[str, ...]:
+    """NVRTC options for a kernel that includes the cco device headers."""
+    # No -std: NVRTC defaults to C++17, and cupy may add its own.
+    opts = [f"-I{_PACKAGE_DIR / 'nvrtc'}"] + [f"-I{d}" for d in include_dirs()]
+    return tuple(opts) + tuple(extra)
+
+
+def raw_kernel(source: str, name: str, options: Sequence[str] = ()):
+    """A ``cupy.RawKernel`` compiled with :func:`nvrtc_options`."""
+    import cupy
+
+    return cupy.RawKernel(source, name, options=nvrtc_options(options))
+
+
+def raw_module(source: str, options: Sequence[str] = ()):
+    """A ``cupy.RawModule`` compiled with :func:`nvrtc_options`."""
+    import cupy
+
+    return cupy.RawModule(code=source, options=nvrtc_options(options))

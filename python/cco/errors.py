@@ -1,0 +1,106 @@
+"""Exceptions: one class per ``ccoResult_t`` code.
+
+Every failing C call becomes the subclass of :class:`CCOError` for its code,
+with ``.code`` (the integer result) and ``.detail`` (``ccoGetLastError``,
+which names the rank and the argument at fault). Misuse that the Python
+layer catches itself (a destroyed communicator, a released window, a bad
+field name) raises the same classes, so callers handle one hierarchy.
+
+Two classes also derive from the matching builtin, so generic handlers keep
+working: :class:`CCOInvalidArgument` is a ``ValueError`` and
+:class:`CCOTimeout` a ``TimeoutError``.
+"""
+from __future__ import annotations
+
+from typing import Dict, Type
+
+from ._lib import RESULT_CODES
+
+
+class CCOError(Exception):
+    """A cco call failed. ``code`` is the ccoResult_t, ``detail`` the reason."""
+
+    code: int = -1
+    c_name: str = "ccoUnknown"
+    description: str = "unknown result"
+
+    def __init__(self, detail: str = "", code: int = -1) -> None:
+        if code >= 0 and type(self).code < 0:
+            self.code = code  # an unknown code: keep the number
+        self.detail = detail
+        text = f"{self.c_name} ({self.code}): {self.description}"
+        super().__init__(f"{text}: {detail}" if detail else text)
+
+    def __reduce__(self):  # picklable across multiprocessing
+        return (type(self), (self.detail, self.code))
+
+
+class CCOInvalidArgument(CCOError, ValueError):
+    code, c_name = 1, "ccoInvalidArgument"
+
+
+class CCOInvalidUsage(CCOError):
+    code, c_name = 2, "ccoInvalidUsage"
+
+
+class CCOSystemError(CCOError):
+    code, c_name = 3, "ccoSystemError"
+
+
+class CCOCudaError(CCOError):
+    code, c_name = 4, "ccoCudaError"
+
+
+class CCONetError(CCOError):
+    code, c_name = 5, "ccoNetError"
+
+
+class CCORemoteError(CCOError):
+    code, c_name = 6, "ccoRemoteError"
+
+
+class CCOTimeout(CCOError, TimeoutError):
+    code, c_name = 7, "ccoTimeout"
+
+
+class CCOOutOfMemory(CCOError):
+    code, c_name = 8, "ccoOutOfMemory"
+
+
+class CCOUnsupported(CCOError):
+    code, c_name = 9, "ccoUnsupported"
+
+
+class CCOInternalError(CCOError):
+    code, c_name = 10, "ccoInternalError"
+
+
+ERRORS_BY_CODE: Dict[int, Type[CCOError]] = {
+    cls.code: cls
+    for cls in (
+        CCOInvalidArgument,
+        CCOInvalidUsage,
+        CCOSystemError,
+        CCOCudaError,
+        CCONetError,
+        CCORemoteError,
+        CCOTimeout,
+        CCOOutOfMemory,
+        CCOUnsupported,
+        CCOInternalError,
+    )
+}
+
+# Descriptions come from the one mirrored table, not from a second copy.
+for _name, _value, _desc in RESULT_CODES:
+    if _value in ERRORS_BY_CODE:
+        assert ERRORS_BY_CODE[_value].c_name == _name, (_name, _value)
+        ERRORS_BY_CODE[_value].description = _desc
+
+
+def error_for(code: int, detail: str = "") -> CCOError:
+    """The exception instance for a non-success result code."""
+    cls = ERRORS_BY_CODE.get(code)
+    if cls is None:
+        return CCOError(detail, code=code)
+    return cls(detail)

@@ -1,0 +1,127 @@
+"""torch integration, both directions (torch is imported only when used).
+
+1. **torch memory into cco**: :func:`import_symmetric_tensor` registers a
+   tensor from ``torch.distributed._symmetric_memory`` as a cco window, with
+   no copy (``ccoWindowRegisterExternal``). cco maps the tensor's whole cuMem
+   allocation into its flat VA; the window covers the tensor's bytes.
+
+2. **cco memory under torch**: :class:`SymmetricMemPool` is a
+   ``torch.cuda.MemPool`` whose allocator is libcco's ``cco_torch_malloc`` /
+   ``cco_torch_free`` (``torch.cuda.memory.CUDAPluggableAllocator``). Tensors
+   created under ``with pool.use():`` live in the communicator's symmetric
+   memory, so they can be registered as windows and reached by peers::
+
+       pool = SymmetricMemPool(comm)
+       with pool.use():
+           x = torch.empty(1 << 20, device="cuda")
+       win = comm.register_window(x.data_ptr(), x.nbytes)   # collective
+
+   torch's caching allocator asks for whole segments (2 MiB and up) and
+   keeps them cached; each segment is one ``ccoMemAlloc``. Allocation order
+   decides offsets, so ranks that create the same tensors in the same order
+   get symmetric addresses, as windows require.
+
+Only one communicator feeds the hooks at a time (the C side holds one
+pointer); creating a pool selects its communicator, and destroying that
+communicator switches the hooks off. Destroy a communicator only after the
+tensors of its pool are gone: their memory is unmapped with it.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Optional
+
+from . import _lib
+from .communicator import Communicator, set_torch_allocator_comm, torch_allocator_comm
+from .errors import CCOInvalidArgument, CCOInvalidUsage, CCOUnsupported
+from .resources import RegisteredWindow
+from .views import Region, to_torch  # noqa: F401  (re-exported)
+
+ALLOC_FN = "cco_torch_malloc"
+FREE_FN = "cco_torch_free"
+
+
+def import_symmetric_tensor(comm: Communicator, tensor: Any) -> RegisteredWindow:
+    """Collective: a window over a torch symmetric-memory tensor, zero copy.
+
+    The tensor must start at the base of its allocation (what
+    ``symm_mem.empty`` returns; not a slice). The window holds a reference
+    to the tensor, so its memory outlives the window.
+    """
+    import torch
+
+    if not isinstance(tensor, torch.Tensor):
+        raise CCOInvalidArgument(f"expected a torch.Tensor, not {type(tensor).__name__}")
+    if not tensor.is_cuda:
+        raise CCOInvalidArgument("a symmetric-memory tensor lives on a CUDA device")
+    if not tensor.is_contiguous():
+        raise CCOInvalidArgument("the tensor must be contiguous")
+    if tensor.storage_offset() != 0:
+        raise CCOInvalidArgument(
+            "the tensor is a view at an offset into its storage; import the base tensor "
+            "(cco maps whole allocations, starting at their base)")
+    return comm.register_external_window(tensor.data_ptr(), tensor.nbytes, keepalive=tensor)
+
+
+def pluggable_allocator() -> Any:
+    """``CUDAPluggableAllocator`` over libcco's hooks (the very library
+    this process loaded, so both share the selected communicator)."""
+    import torch
+
+    memory = torch.cuda.memory
+    cls = getattr(memory, "CUDAPluggableAllocator", None) or getattr(
+        torch.cuda, "CUDAPluggableAllocator", None)
+    if cls is None:
+        raise CCOUnsupported(f"torch {torch.__version__} has no CUDAPluggableAllocator")
+    return cls(_lib.library_path(), ALLOC_FN, FREE_FN)
+
+
+class SymmetricMemPool:
+    """A ``torch.cuda.MemPool`` that allocates from `comm`'s symmetric memory."""
+
+    def __init__(self, comm: Communicator) -> None:
+        import torch
+
+        if comm.platform != "cuda":
+            raise CCOUnsupported("torch CUDA allocations need a communicator on the cuda platform")
+        mem_pool = getattr(torch.cuda, "MemPool", None) or getattr(torch.cuda.memory, "MemPool", None)
+        if mem_pool is None:
+            raise CCOUnsupported(f"torch {torch.__version__} has no torch.cuda.MemPool (2.5+)")
+        self.comm = comm
+        self.allocator = pluggable_allocator()
+        set_torch_allocator_comm(comm)
+        self.pool = mem_pool(self.allocator.allocator())
+
+    @contextlib.contextmanager
+    def use(self, device: Optional[Any] = None) -> Iterator[Any]:
+        """Routes this thread's CUDA allocations into the pool."""
+        import torch
+
+        if torch_allocator_comm() is not self.comm:
+            raise CCOInvalidUsage(
+                "the torch allocator hooks no longer draw from this pool's communicator "
+                "(destroyed, or another pool selected a different one)")
+        use_mem_pool = getattr(torch.cuda, "use_mem_pool", None) or getattr(
+            torch.cuda.memory, "use_mem_pool", None)
+        if use_mem_pool is None:
+            raise CCOUnsupported(f"torch {torch.__version__} has no torch.cuda.use_mem_pool")
+        with use_mem_pool(self.pool, device=device) if device is not None else use_mem_pool(self.pool):
+            yield self.pool
+
+    def close(self) -> None:
+        """Switches the hooks off if they still draw from this communicator."""
+        if torch_allocator_comm() is self.comm:
+            set_torch_allocator_comm(None)
+
+
+def symmetric_empty(pool: SymmetricMemPool, *shape: int, dtype: Any = None) -> Any:
+    """``torch.empty(*shape)`` inside the pool: a tensor in symmetric memory."""
+    import torch
+
+    with pool.use():
+        return torch.empty(*shape, dtype=dtype or torch.float32, device="cuda")
+
+
+def window_tensor(region: Region, dtype: Any = None, shape: Any = None, offset: int = 0) -> Any:
+    """A torch tensor over a window, allocation or peer view (see views.to_torch)."""
+    return to_torch(region, dtype, shape, offset)
