@@ -12,7 +12,7 @@
 //    from this rank's window into LSA peer (lsaRank + 1)'s window, against
 //    cudaMemcpy device-to-device of the same bytes. writers=1: rank 0 alone;
 //    writers=N: every rank at once (aggregate bytes over the slowest rank).
-// 2. signal_pingpong: LSA ranks 0 and 1, one thread each: ccoSignalStore into
+// 2. signal_pingpong: LSA ranks 0 and 1, one thread each: ccoLsaSignalStore into
 //    the peer's signal word, ccoSignalWaitUntil on its own; half round trip.
 //    Reference: the same ping-pong on the same window memory with raw
 //    volatile stores/loads and __threadfence_system.
@@ -172,12 +172,12 @@ __global__ void pingpong_cco(ccoDevComm dc, ccoWindow_t win, int role, uint64_t 
   for (uint32_t i = 1; i <= warm + iters; i++) {
     if (i == warm + 1) t0 = cco_clock_ns();
     uint64_t v = base + i;
-    if (role == 0) ccoSignalStore(theirs, v);
+    if (role == 0) ccoLsaSignalStore(&dc, theirs, v);
     if (ccoSignalWaitUntil(&dc, mine, v, 0) != ccoDevSuccess) {
       *bad = 1;
       return;
     }
-    if (role == 1) ccoSignalStore(theirs, v);
+    if (role == 1) ccoLsaSignalStore(&dc, theirs, v);
   }
   *ns = cco_clock_ns() - t0;
 }

@@ -3,8 +3,9 @@
 # machine. As root it runs apt-get for whatever is missing; otherwise it
 # names the packages and fails.
 set -eu
-# command:package
-needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang clang-19:clang-19 ip:iproute2 pgrep:procps"
+# command:package. openmpi-bin (about 10 s to install) gives mpirun for the Python
+# test of examples/python/01_barrier.py; tests/scripts/test_python.sh adds mpi4py with pip.
+needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang clang-19:clang-19 ip:iproute2 pgrep:procps mpirun:openmpi-bin"
 missing=""
 for pair in $needs; do
   cmd=${pair%%:*} pkg=${pair#*:}

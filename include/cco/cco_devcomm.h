@@ -118,7 +118,9 @@ typedef struct ccoDevComm {
   uint64_t sdma;     /* device address of SDMA state; 0 until the SDMA transport */
   uint64_t gda;      /* device address of GDA state; 0 until the GDA transport */
   uint64_t handle;   /* host bookkeeping; opaque */
-  uint64_t reserved[5];
+  uint32_t lsaScopeGpu; /* 1: every LSA peer is this GPU, so GPU-scope ordering suffices */
+  uint32_t pad0;
+  uint64_t reserved[4];
 } ccoDevComm;
 
 #ifdef __cplusplus
@@ -139,5 +141,6 @@ CCO_STATIC_ASSERT_(offsetof(ccoDevComm, abortFlag) == 144, "ccoDevComm layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevComm, lsaBarrierCount) == 152, "ccoDevComm layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevComm, sdma) == 192, "ccoDevComm layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevComm, handle) == 208, "ccoDevComm layout");
+CCO_STATIC_ASSERT_(offsetof(ccoDevComm, lsaScopeGpu) == 216, "ccoDevComm layout");
 
 #endif /* CCO_CCO_DEVCOMM_H_ */

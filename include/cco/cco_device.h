@@ -120,6 +120,19 @@ CCO_DEVICE_INLINE uint64_t ccoSignalAdd(uint64_t* signal, uint64_t value) {
   return cco_atomic_add_release_u64(signal, value);
 }
 
+/* The same through LSA memory of a device communicator, at the narrowest
+ * scope that still orders the data for every LSA peer (GPU scope when all
+ * of them run on this GPU, system scope otherwise). */
+CCO_DEVICE_INLINE void ccoLsaSignalStore(const ccoDevComm* dc, uint64_t* signal, uint64_t value) {
+  cco_st_release_scoped_u64(signal, value, (int)dc->lsaScopeGpu);
+}
+CCO_DEVICE_INLINE uint64_t ccoLsaSignalLoad(const ccoDevComm* dc, const uint64_t* signal) {
+  return cco_ld_acquire_scoped_u64(signal, (int)dc->lsaScopeGpu);
+}
+CCO_DEVICE_INLINE uint64_t ccoLsaSignalAdd(const ccoDevComm* dc, uint64_t* signal, uint64_t value) {
+  return cco_atomic_add_release_scoped_u64(signal, value, (int)dc->lsaScopeGpu);
+}
+
 CCO_DEVICE_INLINE int ccoDevCommAborted(const ccoDevComm* dc) {
   const uint32_t* flag = (const uint32_t*)(uintptr_t)dc->abortFlag;
   return flag && cco_ld_relaxed_u32(flag) != 0;
@@ -131,7 +144,8 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSignalWaitUntil(const ccoDevComm* dc, const 
                                                     uint64_t value, uint64_t timeoutNs) {
   uint64_t start = timeoutNs ? cco_clock_ns() : 0;
   for (uint32_t spins = 0;; spins++) {
-    if ((int64_t)(cco_ld_acquire_u64(signal) - value) >= 0) return ccoDevSuccess;
+    if ((int64_t)(cco_ld_acquire_scoped_u64(signal, (int)dc->lsaScopeGpu) - value) >= 0)
+      return ccoDevSuccess;
     if ((spins & 255) == 255) {
       if (ccoDevCommAborted(dc)) return ccoDevAborted;
       if (timeoutNs && cco_clock_ns() - start > timeoutNs) return ccoDevTimeout;
@@ -163,6 +177,7 @@ typedef struct {
   uint32_t epoch;
   int32_t lsaSize;
   int32_t lsaRank;
+  int32_t gpuScope; /* see ccoDevComm.lsaScopeGpu */
   ccoCoop_t coop;
 } ccoLsaBarrierSession;
 
@@ -179,6 +194,7 @@ CCO_DEVICE_INLINE ccoLsaBarrierSession ccoLsaBarrierSessionInit(const ccoDevComm
   s.epoch = cco_ld_relaxed_u32(s.epochHome);
   s.lsaSize = dc->lsaSize;
   s.lsaRank = dc->lsaRank;
+  s.gpuScope = (int32_t)dc->lsaScopeGpu;
   s.coop = coop;
   return s;
 }
@@ -190,7 +206,7 @@ CCO_DEVICE_INLINE void ccoLsaBarrierArrive(ccoLsaBarrierSession* s) {
   /* The scope's writes happen before the release stores below. */
   ccoCoopSync(s->coop);
   for (uint32_t p = ccoCoopRank(s->coop); p < (uint32_t)s->lsaSize; p += ccoCoopSize(s->coop))
-    cco_st_release_u32((uint32_t*)(uintptr_t)(s->peerSlot0 + p * s->stride), next);
+    cco_st_release_scoped_u32((uint32_t*)(uintptr_t)(s->peerSlot0 + p * s->stride), next, s->gpuScope);
   s->epoch = next;
 }
 
@@ -203,7 +219,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWaitTimeout(ccoLsaBarrierSession* 
   for (uint32_t p = ccoCoopRank(s->coop); p < (uint32_t)s->lsaSize && st == ccoDevSuccess;
        p += ccoCoopSize(s->coop)) {
     for (uint32_t spins = 0;; spins++) {
-      if ((int32_t)(cco_ld_acquire_u32(&s->inbox[p]) - s->epoch) >= 0) break;
+      if ((int32_t)(cco_ld_acquire_scoped_u32(&s->inbox[p], s->gpuScope) - s->epoch) >= 0) break;
       if ((spins & 255) == 255) {
         if (s->abortFlag && cco_ld_relaxed_u32(s->abortFlag)) {
           st = ccoDevAborted;

@@ -87,16 +87,19 @@ static ccoResult_t check_platforms(ccoComm* comm, const cco_rank_info* infos) {
 static ccoResult_t check_peer_access(ccoComm* comm, const cco_rank_info* infos) {
   cco_platform* p = &comm->mem.platform;
   int32_t mine = -1; /* first LSA peer this rank cannot reach */
+  bool oneDevice = p->kind == CCO_PLATFORM_CUDA;
   for (int i = 0; i < comm->topo.lsaSize && mine < 0; i++) {
     int w = comm->topo.members[ccoTeamLsa][i];
     bool ok = true, known = true;
     if (w == comm->rank) continue;
+    oneDevice = oneDevice && strcmp(infos[w].device.busId, p->identity.busId) == 0;
     ccoResult_t res = p->ops->peer_access(p, &infos[w].device, &ok, &known);
     if (res != ccoSuccess || !ok) mine = w;
     if (!known)
       CCO_INFO(INIT, "rank %d: gpu %s of rank %d is not visible here; peer access not checked",
                comm->rank, infos[w].device.busId, w);
   }
+  comm->mem.lsaOneDevice = oneDevice;
   int32_t* all = calloc((size_t)comm->nRanks, sizeof(int32_t));
   if (!all) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory");
   all[comm->rank] = mine;

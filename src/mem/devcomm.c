@@ -222,6 +222,7 @@ ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, 
   dc.gdaCounterCount = reqs->gdaCounterCount;
   dc.gdaQueueDepth = reqs->gdaQueueDepth;
   dc.handle = d->id;
+  dc.lsaScopeGpu = m->lsaOneDevice;
   *devComm = dc;
   CCO_INFO(MEM, "rank %d: device communicator %llu: %u LSA barriers, resource window %p",
            comm->rank, (unsigned long long)d->id, barriers, (void*)win);

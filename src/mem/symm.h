@@ -57,6 +57,7 @@ typedef struct {
   size_t slotSize;
   size_t granularity;
   int lsaSize, lsaRank;
+  bool lsaOneDevice; /* every LSA peer uses this very GPU (set at creation) */
   int* lsaWorld; /* world rank of each LSA rank (borrowed from the topology) */
   cco_slot_alloc* slots;
   cco_alloc* allocs;

@@ -93,6 +93,47 @@ CCO_DEVICE_INLINE void cco_st_relaxed_u32(uint32_t* p, uint32_t v) {
 #endif
 }
 
+/* Scoped variants. When every LSA peer runs on this very GPU (ranks under
+ * MPS), GPU scope orders enough and a round trip costs 0.6 us instead of
+ * 0.9 us (H200); peers on other GPUs need system scope. */
+#if CCO_ARCH_GPU
+#define CCO_SCOPED_LD_(name, type, cons, width)                                                  \
+  CCO_DEVICE_INLINE type name(const type* p, int gpuScope) {                                     \
+    type v;                                                                                      \
+    if (gpuScope) __asm__ volatile("ld.acquire.gpu." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory"); \
+    else __asm__ volatile("ld.acquire.sys." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory");          \
+    return v;                                                                                    \
+  }
+#define CCO_SCOPED_ST_(name, type, cons, width)                                                  \
+  CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) {                                   \
+    if (gpuScope) __asm__ volatile("st.release.gpu." width " [%0], %1;" ::"l"(p), cons(v) : "memory"); \
+    else __asm__ volatile("st.release.sys." width " [%0], %1;" ::"l"(p), cons(v) : "memory");          \
+  }
+#else
+#define CCO_SCOPED_LD_(name, type, cons, width) \
+  CCO_DEVICE_INLINE type name(const type* p, int gpuScope) { (void)gpuScope; return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+#define CCO_SCOPED_ST_(name, type, cons, width) \
+  CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) { (void)gpuScope; __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+#endif
+CCO_SCOPED_LD_(cco_ld_acquire_scoped_u32, uint32_t, "r", "u32")
+CCO_SCOPED_LD_(cco_ld_acquire_scoped_u64, uint64_t, "l", "u64")
+CCO_SCOPED_ST_(cco_st_release_scoped_u32, uint32_t, "r", "u32")
+CCO_SCOPED_ST_(cco_st_release_scoped_u64, uint64_t, "l", "u64")
+#undef CCO_SCOPED_LD_
+#undef CCO_SCOPED_ST_
+
+CCO_DEVICE_INLINE uint64_t cco_atomic_add_release_scoped_u64(uint64_t* p, uint64_t v, int gpuScope) {
+#if CCO_ARCH_GPU
+  uint64_t old;
+  if (gpuScope) __asm__ volatile("atom.release.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  else __asm__ volatile("atom.release.sys.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+#else
+  (void)gpuScope;
+  return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
 /* Returns the old value. */
 CCO_DEVICE_INLINE uint64_t cco_atomic_add_release_u64(uint64_t* p, uint64_t v) {
 #if CCO_ARCH_GPU
