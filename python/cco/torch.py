@@ -97,6 +97,8 @@ class SymmetricMemPool:
         """Routes this thread's CUDA allocations into the pool."""
         import torch
 
+        if self.pool is None:
+            raise CCOInvalidUsage("this pool was released")
         if torch_allocator_comm() is not self.comm:
             raise CCOInvalidUsage(
                 "the torch allocator hooks no longer draw from this pool's communicator "
@@ -109,9 +111,28 @@ class SymmetricMemPool:
             yield self.pool
 
     def close(self) -> None:
-        """Switches the hooks off if they still draw from this communicator."""
+        """Switches the hooks off if they still draw from this communicator.
+
+        Segments torch still caches for the pool are then forgotten by the
+        hooks and released only with the communicator; :meth:`release`
+        gives them back first.
+        """
         if torch_allocator_comm() is self.comm:
             set_torch_allocator_comm(None)
+
+    def release(self) -> None:
+        """Drops the pool, hands its cached segments back to cco
+        (``torch.cuda.empty_cache`` calls ``cco_torch_free``), then
+        :meth:`close`. Every tensor of the pool must be gone by now."""
+        import gc
+
+        import torch
+
+        self.pool = None
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.close()
 
 
 def symmetric_empty(pool: SymmetricMemPool, *shape: int, dtype: Any = None) -> Any:
