@@ -57,7 +57,7 @@ static pthread_mutex_t g_checkLock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_unlock(&g_checkLock); \
   } while (0)
 
-/* One rank's view: its communicators and the check window. */
+/* One rank's view: its communicator, device communicator and check window. */
 typedef struct {
   ccoComm* comm;
   ccoDevComm dc;
