@@ -28,6 +28,7 @@ try:
 except ImportError:  # running from a checkout without `pip install ./python`
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
     import cco
+import cco.cuda  # NVRTC options for kernels that include cco/cco_device.h
 
 from cco import CCODevCommRequirements, GDA_CONNECTION_NONE, TEAM_LSA
 from cco.launch import finalize, init_communicator

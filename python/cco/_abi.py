@@ -89,7 +89,9 @@ class DevCommStruct(ctypes.Structure):
         ("sdma", ctypes.c_uint64),
         ("gda", ctypes.c_uint64),
         ("handle", ctypes.c_uint64),
-        ("reserved", ctypes.c_uint64 * 5),
+        ("lsaScopeGpu", ctypes.c_uint32),  # 1: every LSA peer is this GPU (GPU-scope ordering)
+        ("pad0", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint64 * 4),
     ]
 
 

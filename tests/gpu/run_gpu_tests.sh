@@ -22,6 +22,8 @@ for n in 2 4 8; do
     "$bin/ccorun" -t 300 -n "$n" "$bin/gpu_lsa"
 done
 run "demo, 4 ranks under MPS" "$bin/ccorun" -t 120 -n 4 "$bin/cco-demo"
+run "example 02: LSA put kernel, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-02-lsa-put"
+run "example 03: one-shot LSA all-reduce, fp32 and bf16, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-03-lsa-allreduce"
 store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
 run "torch symmetric-memory tensor as an external window, 4 ranks" \
   "$bin/ccorun" -t 300 -n 4 -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x CCO_TORCH_STORE="$store" \

@@ -238,7 +238,7 @@ def check_examples(comm: Communicator) -> bool:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), env.get("PYTHONPATH")]))
         env.setdefault("CCO_LIBRARY", cco.library_path())
         for name, args in [("01_barrier.py", []), ("02_lsa_put.py", []), ("05_lsa_allreduce.py", [])]:
-            cmd = [str(ccorun), "-t", "100", "-n", str(comm.size), sys.executable,
+            cmd = [str(ccorun), "-t", "100", "-p", "-n", str(comm.size), sys.executable,
                    str(REPO / "examples" / "python" / name)] + args
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=110)
             good = proc.returncode == 0 and proc.stdout.count("(cuda") == comm.size
