@@ -28,36 +28,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.cuh"
 #include "cco/cco.h"
 #include "cco/cco_device.h"
 
 static ccoComm* comm;
-
-#define CCO_OK(call)                                                                            \
-  do {                                                                                          \
-    ccoResult_t r_ = (call);                                                                    \
-    if (r_ != ccoSuccess) {                                                                     \
-      fprintf(stderr, "%s: %s (%s)\n", #call, ccoGetErrorString(r_), ccoGetLastError(comm));    \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
-#define CUDA_OK(call)                                                                           \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
-
-static int cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp);
-  return v[n / 2];
-}
 
 // Window layout (every rank): signal words, the raw barrier inbox, then the
 // put source and destination.
@@ -73,27 +48,10 @@ static const size_t kPutBytes = 256u << 20;
 
 // bench_windows.cu's copy_kernel, with the peer address from the window.
 __global__ void put_kernel(ccoWindow_t win, int peer, uint64_t srcOff, uint64_t dstOff, size_t n) {
-  enum { U = 8 };
   ccoWindowDevice w = *win;
-  const uint4* __restrict__ src = (const uint4*)ccoGetLocalPtr(&w, srcOff);
-  uint4* __restrict__ dst = (uint4*)ccoGetLsaPeerPtr(&w, peer, dstOff);
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  for (; i + (U - 1) * stride < n; i += U * stride) {
-    uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; u++) v[u] = src[i + u * stride];
-#pragma unroll
-    for (int u = 0; u < U; u++) dst[i + u * stride] = v[u];
-  }
-  for (; i < n; i += stride) dst[i] = src[i];
+  bench_copy_u4((uint4*)ccoGetLsaPeerPtr(&w, peer, dstOff), (const uint4*)ccoGetLocalPtr(&w, srcOff), n);
 }
 
-static float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  return ms;
-}
 
 // Slowest rank's time of the same step, everyone taking part.
 static double slowest(double mine, int size) {
@@ -138,13 +96,13 @@ static void bench_put(ccoWindow_t win, int rank, int size, int lsaRank, int lsaS
           CUDA_OK(cudaEventRecord(e1, st));
           CUDA_OK(cudaEventSynchronize(e1));
           CUDA_OK(cudaGetLastError());
-          ms = elapsed_ms(e0, e1) / iters;
+          ms = bench_elapsed_ms(e0, e1) / iters;
         }
         ms = all ? slowest(ms, size) : ms;
         (kind == 0 ? put : ref)[t] = ms;
       }
     }
-    double putMs = median(put, trials), refMs = median(ref, trials);
+    double putMs = bench_median(put, trials), refMs = bench_median(ref, trials);
     int writers = all ? lsaSize : 1;
     double gbPut = (double)kPutBytes * writers / (putMs * 1e-3) / 1e9;
     double gbRef = (double)kPutBytes * writers / (refMs * 1e-3) / 1e9;
@@ -230,7 +188,7 @@ static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, int rank, int 
     base += warm + iters;
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
-  double c = median(cco, trials), r = median(raw, trials);
+  double c = bench_median(cco, trials), r = bench_median(raw, trials);
   if (rank == 0)
     printf("{\"bench\":\"signal_pingpong\",\"ranks\":%d,\"iters\":%u,\"half_rtt_us\":%.3f,"
            "\"ref_raw_flag_half_rtt_us\":%.3f,\"ratio\":%.3f,\"goal_ratio\":1.10,\"min_half_rtt_us\":%.3f,"
@@ -304,7 +262,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, int rank, int s
     }
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
-  double c = median(cco, trials), r = median(raw, trials);
+  double c = bench_median(cco, trials), r = bench_median(raw, trials);
   if (rank == 0)
     printf("{\"bench\":\"lsa_barrier\",\"ranks\":%d,\"scope\":\"block\",\"threads\":%u,\"iters\":%u,"
            "\"barrier_us\":%.3f,\"ref_raw_flag_barrier_us\":%.3f,\"ratio\":%.3f,\"bad_status\":%u}\n",

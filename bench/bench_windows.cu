@@ -15,51 +15,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.cuh"
 #include "cco/cco.h"
 
-#define CCO_OK(call)                                                                   \
-  do {                                                                                 \
-    ccoResult_t r_ = (call);                                                           \
-    if (r_ != ccoSuccess) {                                                            \
-      fprintf(stderr, "%s: %s (%s)\n", #call, ccoGetErrorString(r_), ccoGetLastError(comm)); \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
-// Grid-stride copy with eight 16-byte loads in flight per thread before the
-// stores, one block of 1024 threads per SM: the fastest SM copy of the
-// variants tried on the H200 (block-contiguous chunks, 4-16 loads in flight,
-// cache hints, 1-16 blocks per SM, TMA bulk copies all reached 0.92-0.94 of
-// cudaMemcpy; see bench/RESULTS.md).
 __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
-  enum { U = 8 };
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  for (; i + (U - 1) * stride < n; i += U * stride) {
-    uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; u++) v[u] = src[i + u * stride];
-#pragma unroll
-    for (int u = 0; u < U; u++) dst[i + u * stride] = v[u];
-  }
-  for (; i < n; i += stride) dst[i] = src[i];
-}
-
-static float time_ms(cudaEvent_t a, cudaEvent_t b) {
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  return ms;
+  bench_copy_u4(dst, src, n);
 }
 
 int main(void) {
@@ -82,13 +42,13 @@ int main(void) {
       void* p;
       ccoWindow_t win;
       CCO_OK(ccoBarrierAll(comm));
-      double t0 = now_s();
+      double t0 = bench_now_s();
       CCO_OK(ccoMemAlloc(comm, sizes[s], &p));
-      double t1 = now_s();
+      double t1 = bench_now_s();
       CCO_OK(ccoBarrierAll(comm));
-      double t2 = now_s();
+      double t2 = bench_now_s();
       CCO_OK(ccoWindowRegister(comm, p, sizes[s], &win));
-      double mine = now_s() - t2;
+      double mine = bench_now_s() - t2;
       CCO_OK(ccoBootstrapAllGather(comm, &mine, all, sizeof(double)));
       double slowest = 0;
       for (int i = 0; i < size; i++) slowest = all[i] > slowest ? all[i] : slowest;
@@ -97,8 +57,8 @@ int main(void) {
       CCO_OK(ccoWindowDeregister(comm, win));
       CCO_OK(ccoMemFree(comm, p));
     }
-    qsort(reg, reps, sizeof(double), cmp);
-    qsort(alloc, reps, sizeof(double), cmp);
+    qsort(reg, reps, sizeof(double), bench_cmp_double);
+    qsort(alloc, reps, sizeof(double), bench_cmp_double);
     if (rank == 0)
       printf("{\"bench\":\"window_register\",\"ranks\":%d,\"bytes\":%zu,\"median_ms\":%.3f,"
              "\"min_ms\":%.3f,\"alloc_median_ms\":%.3f}\n",
@@ -148,10 +108,10 @@ int main(void) {
           }
           cudaEventRecord(e1);
           cudaEventSynchronize(e1);
-          m[kind][t] = time_ms(e0, e1) / iters;
+          m[kind][t] = bench_elapsed_ms(e0, e1) / iters;
         }
       }
-      for (int kind = 0; kind < 4; kind++) qsort(m[kind], trials, sizeof(double), cmp);
+      for (int kind = 0; kind < 4; kind++) qsort(m[kind], trials, sizeof(double), bench_cmp_double);
       double memcpyMs = m[0][trials / 2], peerMs = m[1][trials / 2], localMs = m[2][trials / 2],
              peerMemcpyMs = m[3][trials / 2];
       cudaError_t err = cudaGetLastError();

@@ -1,0 +1,76 @@
+// Pieces shared by the CUDA benchmarks: error checks, timing, medians, and
+// the SM copy loop they all measure against cudaMemcpy.
+#ifndef CCO_BENCH_COMMON_CUH_
+#define CCO_BENCH_COMMON_CUH_
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cco/cco.h"
+
+// Needs a `comm` (ccoComm*) in scope for the detail string.
+#define CCO_OK(call)                                                                         \
+  do {                                                                                       \
+    ccoResult_t r_ = (call);                                                                 \
+    if (r_ != ccoSuccess) {                                                                  \
+      fprintf(stderr, "%s: %s (%s)\n", #call, ccoGetErrorString(r_), ccoGetLastError(comm)); \
+      exit(1);                                                                               \
+    }                                                                                        \
+  } while (0)
+
+#define CUDA_OK(call)                                                                         \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) {                                                                  \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));  \
+      exit(1);                                                                                \
+    }                                                                                         \
+  } while (0)
+
+static inline double bench_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int bench_cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+// Sorts v and returns its median (upper middle for even n).
+static inline double bench_median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+  return v[n / 2];
+}
+
+static inline float bench_elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  return ms;
+}
+
+// Grid-stride copy with eight 16-byte loads in flight per thread before the
+// stores, run as one block of 1024 threads per SM: the fastest SM copy of
+// the variants tried on the H200 (block-contiguous chunks, 4-16 loads in
+// flight, cache hints, 1-16 blocks per SM, TMA bulk copies all reached
+// 0.92-0.94 of cudaMemcpy; see bench/RESULTS.md).
+__device__ __forceinline__ void bench_copy_u4(uint4* __restrict__ dst, const uint4* __restrict__ src,
+                                              size_t n) {
+  enum { U = 8 };
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  for (; i + (U - 1) * stride < n; i += U * stride) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) v[u] = src[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < U; u++) dst[i + u * stride] = v[u];
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+
+#endif  // CCO_BENCH_COMMON_CUH_
