@@ -19,10 +19,9 @@ import sys
 import time
 
 try:
-    import cco
+    import cco  # noqa: F401
 except ImportError:  # running from a checkout without `pip install ./python`
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-    import cco
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE, UniqueId
 from cco.launch import detect

@@ -17,7 +17,7 @@ libcco is found through ``CCO_LIBRARY``, ``cco/lib/`` next to this package,
 or the ``build/lib`` of the checkout this package sits in (see docs/python.md).
 Importing ``cco`` does not load it; the first call that needs it does.
 """
-from . import cuda, launch  # noqa: F401  (light: they import cupy/mpi4py/torch only when used)
+from . import cuda, launch, torch  # noqa: F401  (light: cupy, mpi4py and torch load on use)
 from ._lib import LibraryNotFoundError, library_path, version
 from .communicator import Communicator, Team, UniqueId, set_torch_allocator_comm
 from .devcomm import (

@@ -21,7 +21,45 @@
 #define CCO_MAX_PER_RANK_VMM (1ull << 40)
 #define CCO_MAX_RANKS (1 << 20)
 
-bool cco_comm_is_valid(const ccoComm* comm) { return comm && comm->magic == CCO_COMM_MAGIC; }
+/* Live communicators of this process. A handle is looked up here before it
+ * is dereferenced, so a destroyed or foreign handle is refused instead of
+ * read after free. */
+static pthread_mutex_t g_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static const ccoComm** g_live;
+static size_t g_nlive, g_caplive;
+
+static bool live_add(const ccoComm* comm) {
+  pthread_mutex_lock(&g_live_lock);
+  bool ok = true;
+  if (g_nlive == g_caplive) {
+    size_t cap = g_caplive ? 2 * g_caplive : 16;
+    const ccoComm** grown = realloc(g_live, cap * sizeof(*grown));
+    if (grown) g_live = grown, g_caplive = cap;
+    else ok = false;
+  }
+  if (ok) g_live[g_nlive++] = comm;
+  pthread_mutex_unlock(&g_live_lock);
+  return ok;
+}
+
+static void live_remove(const ccoComm* comm) {
+  pthread_mutex_lock(&g_live_lock);
+  for (size_t i = 0; i < g_nlive; i++)
+    if (g_live[i] == comm) {
+      g_live[i] = g_live[--g_nlive];
+      break;
+    }
+  pthread_mutex_unlock(&g_live_lock);
+}
+
+bool cco_comm_is_valid(const ccoComm* comm) {
+  if (!comm) return false;
+  bool live = false;
+  pthread_mutex_lock(&g_live_lock);
+  for (size_t i = 0; i < g_nlive && !live; i++) live = g_live[i] == comm;
+  pthread_mutex_unlock(&g_live_lock);
+  return live && comm->magic == CCO_COMM_MAGIC;
+}
 
 void cco_comm_set_last_error(ccoComm* comm, const char* msg) {
   pthread_mutex_lock(&comm->errLock);
@@ -178,6 +216,10 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
                  res, err_mem);
   CCO_CHECK_GOTO(exchange_topology(comm), res, err_boot);
   CCO_CHECK_GOTO(cco_symm_init(comm), res, err_boot);
+  if (!live_add(comm)) {
+    res = cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for the handle table");
+    goto err_boot;
+  }
   CCO_INFO(INIT, "rank %d/%d: communicator %p ready", rank, nRanks, (void*)comm);
   *commOut = comm;
   return ccoSuccess;
@@ -250,6 +292,7 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
   wake_waiters(comm); /* nothing may stay blocked on a communicator being destroyed */
   pthread_mutex_lock(&comm->opLock);
+  live_remove(comm);
   comm->magic = 0;
   cco_symm_fini(comm); /* windows and memory first: they may name peers */
   cco_bootstrap_destroy(&comm->boot);

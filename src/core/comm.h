@@ -16,7 +16,7 @@
 #define CCO_COMM_MAGIC 0x636f6d6d5f636f63ull /* "coc_mmoc" */
 
 struct ccoComm {
-  uint64_t magic; /* CCO_COMM_MAGIC while alive: catches stale or foreign handles */
+  uint64_t magic; /* CCO_COMM_MAGIC while alive (handles are also checked against the live table) */
   int rank;
   int nRanks;
   size_t perRankVmmSize; /* rounded up to 4 GiB */

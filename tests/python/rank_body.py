@@ -10,18 +10,15 @@ import sys
 from typing import List
 
 try:
-    import cco
+    import cco  # noqa: F401
 except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-    import cco
 
 from cco import (CCODevCommRequirements, CCOInvalidArgument, CCOInvalidUsage, Communicator,
                  GDA_CONNECTION_NONE, TEAM_LSA, TEAM_WORLD)
 
 
 def exercise(comm: Communicator) -> List[str]:
-    import numpy as np
-
     fails: List[str] = []
 
     def check(cond: bool, what: str) -> None:
