@@ -29,6 +29,9 @@ run "torch symmetric-memory tensor as an external window, 4 ranks" \
   "$bin/ccorun" -t 300 -n 4 -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x CCO_TORCH_STORE="$store" \
   python3 "$here/torch_import.py"
 rm -f "$store"
+run "python package on the GPU (torch, cupy, allocator pool, examples), 4 ranks" \
+  "$bin/ccorun" -t 300 -n 4 -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x PYTHONPATH="$here/../../python" \
+  python3 "$here/test_python_gpu.py"
 mps_stop
 echo "run_gpu_tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
