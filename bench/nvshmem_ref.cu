@@ -26,35 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_common.cuh"
 #include "cco/cco.h"
 
 static ccoComm* comm;
-
-#define CCO_OK(call)                                                                            \
-  do {                                                                                          \
-    ccoResult_t r_ = (call);                                                                    \
-    if (r_ != ccoSuccess) {                                                                     \
-      fprintf(stderr, "%s: %s (%s)\n", #call, ccoGetErrorString(r_), ccoGetLastError(comm));    \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
-#define CUDA_OK(call)                                                                           \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
-
-static int cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp);
-  return v[n / 2];
-}
 
 __device__ static inline uint64_t clock_ns(void) {
   uint64_t t;
@@ -122,7 +97,7 @@ static void bench_put(int mype, int npes, char* symSrc, char* symDst, void* refS
         (kind == 0 ? put : ref)[t] = ms;
       }
     }
-    double putMs = median(put, trials), refMs = median(ref, trials);
+    double putMs = bench_median(put, trials), refMs = bench_median(ref, trials);
     int writers = all ? npes : 1;
     double gbPut = (double)kPutBytes * writers / (putMs * 1e-3) / 1e9;
     double gbRef = (double)kPutBytes * writers / (refMs * 1e-3) / 1e9;
@@ -179,7 +154,7 @@ static void bench_pingpong(int mype, int npes, uint64_t* sig, uint64_t* data, cu
       v[t] = ns * 1e-3 / iters / 2;
       base += warm + iters;
     }
-    double m = median(v, trials);
+    double m = bench_median(v, trials);
     if (mype == 0)
       printf("{\"bench\":\"nvshmem_signal_pingpong\",\"ranks\":%d,\"variant\":\"%s\",\"iters\":%u,"
              "\"nvshmem_half_rtt_us\":%.3f,\"nvshmem_min_half_rtt_us\":%.3f}\n",
@@ -218,7 +193,7 @@ static void bench_barrier(int mype, int npes, cudaStream_t st, unsigned long lon
     CUDA_OK(cudaStreamSynchronize(st));
     v[t] = slowest(ns * 1e-3 / iters, npes);
   }
-  double m = median(v, trials);
+  double m = bench_median(v, trials);
   if (mype == 0)
     printf("{\"bench\":\"nvshmem_lsa_barrier\",\"ranks\":%d,\"scope\":\"block\",\"threads\":%d,\"iters\":%u,"
            "\"nvshmem_barrier_us\":%.3f,\"launch\":\"%s\"}\n",
