@@ -17,19 +17,11 @@
 #include <unistd.h>
 
 #include "cco/cco.h"
+#include "example_util.h"
 
 #define WINDOW_BYTES (1u << 20)
 
-static int g_rank = -1;
-
 /* Prints the failed call and the library's detail; returns 0 on failure. */
-static int ok(ccoResult_t res, const char* call, const ccoComm* comm) {
-  if (res == ccoSuccess) return 1;
-  fprintf(stderr, "rank %d: %s failed: %s (%s)\n", g_rank, call, ccoGetErrorString(res), ccoGetLastError(comm));
-  return 0;
-}
-#define OK(call) ok((call), #call, comm)
-
 /* Rank 1 sleeps before the barrier; everybody must leave it after that
  * sleep, so every rank's time in the barrier covers most of it. */
 static int barrier_waits_for_everyone(ccoComm* comm, int nRanks) {

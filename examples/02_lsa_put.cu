@@ -15,28 +15,13 @@
 #include <string.h>
 
 #include "cco/cco.h"
+#include "example_util.h"
 #include "lsa_examples.h"
 
 #define BLOCK_BYTES (1u << 20)  // per rank; a multiple of 8
 #define ROUNDS 3
 #define THREADS 512
 #define BARRIER_TIMEOUT_NS (30ull * 1000000000ull)  // a lost peer fails the run instead of hanging it
-
-static int g_rank = -1;
-
-static int ok(ccoResult_t res, const char* call, const ccoComm* comm) {
-  if (res == ccoSuccess) return 1;
-  fprintf(stderr, "rank %d: %s failed: %s (%s)\n", g_rank, call, ccoGetErrorString(res), ccoGetLastError(comm));
-  return 0;
-}
-#define OK(call) ok((call), #call, comm)
-
-static int cuda_ok(cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return 1;
-  fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, call, cudaGetErrorString(e));
-  return 0;
-}
-#define CUDA_OK(call) cuda_ok((call), #call)
 
 // Word i of the block that the rank with LSA rank `writer` sends in `round`.
 static uint64_t pattern(int writer, int round, size_t i) {

@@ -17,20 +17,12 @@
 #include <string.h>
 
 #include "cco/cco.h"
+#include "example_util.h"
 #include "lsa_examples.h"
 
 #define BLOCK_BYTES (64u << 10) /* per rank; a multiple of 8 */
 #define ROUNDS 3
 #define BARRIER_TIMEOUT_NS (30ull * 1000000000ull) /* a lost peer fails the run instead of hanging it */
-
-static int g_rank = -1;
-
-static int ok(ccoResult_t res, const char* call, const ccoComm* comm) {
-  if (res == ccoSuccess) return 1;
-  fprintf(stderr, "rank %d: %s failed: %s (%s)\n", g_rank, call, ccoGetErrorString(res), ccoGetLastError(comm));
-  return 0;
-}
-#define OK(call) ok((call), #call, comm)
 
 /* Word i of the block that the rank with LSA rank `writer` sends in `round`. */
 static uint64_t pattern(int writer, int round, size_t i) {

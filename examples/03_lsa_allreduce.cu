@@ -18,26 +18,11 @@
 #include <string.h>
 
 #include "cco/cco.h"
+#include "example_util.h"
 #include "lsa_examples.h"
 
 #define MAX_PARTS 64
 #define THREADS 256
-
-static int g_rank = -1;
-
-static int ok(ccoResult_t res, const char* call, const ccoComm* comm) {
-  if (res == ccoSuccess) return 1;
-  fprintf(stderr, "rank %d: %s failed: %s (%s)\n", g_rank, call, ccoGetErrorString(res), ccoGetLastError(comm));
-  return 0;
-}
-#define OK(call) ok((call), #call, comm)
-
-static int cuda_ok(cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return 1;
-  fprintf(stderr, "rank %d: %s failed: %s\n", g_rank, call, cudaGetErrorString(e));
-  return 0;
-}
-#define CUDA_OK(call) cuda_ok((call), #call)
 
 struct options {
   int parts, iters;

@@ -18,18 +18,10 @@
 #include <string.h>
 
 #include "cco/cco.h"
+#include "example_util.h"
 #include "lsa_examples.h"
 
 #define MAX_PARTS 64
-
-static int g_rank = -1;
-
-static int ok(ccoResult_t res, const char* call, const ccoComm* comm) {
-  if (res == ccoSuccess) return 1;
-  fprintf(stderr, "rank %d: %s failed: %s (%s)\n", g_rank, call, ccoGetErrorString(res), ccoGetLastError(comm));
-  return 0;
-}
-#define OK(call) ok((call), #call, comm)
 
 typedef struct {
   int parts, iters;
