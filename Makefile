@@ -1,7 +1,7 @@
 # cco — top-level entry points.
 #   make         build into build/ (programs in build/bin, libraries in build/lib)
 #   make demo    the main job: 4 ranks through ccorun
-#   make test    every test: gcc build, ASan+UBSan build, clang build
+#   make test    every test: gcc build, ASan+UBSan build, TSan build, clang build
 #   make bench   the benchmarks that run on this machine
 # Each target installs missing system packages first (as root).
 
@@ -13,7 +13,7 @@ NVCC       := $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/l
 CMAKE_ENV  := $(if $(NVCC),CUDACXX=$(NVCC))
 CTEST      := ctest --output-on-failure --timeout 600
 
-.PHONY: all deps build demo test test-main test-asan test-clang bench clean
+.PHONY: all deps build demo test test-main test-asan test-tsan test-clang bench clean
 
 all: build
 
@@ -27,7 +27,7 @@ build: deps
 demo: build
 	$(BUILD)/bin/ccorun -n 4 -t 120 $(BUILD)/bin/cco-demo
 
-test: test-main test-asan test-clang
+test: test-main test-asan test-tsan test-clang
 
 test-main: build
 	cd $(BUILD) && $(CTEST)
@@ -39,6 +39,12 @@ test-asan: deps
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
 
+# Races: the ranks-as-threads tests and the unit tests under ThreadSanitizer.
+test-tsan: deps
+	@$(CMAKE_ENV) cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug -DCCO_TSAN=ON >/dev/null
+	@cmake --build $(BUILD)-tsan -j $(JOBS)
+	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -R "unit\.|mp\.mp_threads"
+
 # Warnings are errors under clang too.
 test-clang: deps
 	@CC=clang $(CMAKE_ENV) cmake -S . -B $(BUILD)-clang -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -49,4 +55,4 @@ bench: build
 	$(BUILD)/bin/cco-bench-bootstrap 16
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-clang
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-clang
