@@ -240,6 +240,27 @@ ccoResult_t ccoDevCommDestroy(ccoComm* comm, ccoDevComm* devComm);
 ccoResult_t ccoDevCommCopyToDevice(ccoComm* comm, const ccoDevComm* devComm,
                                    ccoDevComm** devicePtr);
 
+/* ------------------------------------------------------------------------ */
+/* SDMA from the host                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Enqueues on `stream` (a CUstream / cudaStream_t; NULL is the legacy
+ * default stream) a copy-engine copy of `bytes` from this rank's copy of
+ * srcWin at srcOff to LSA peer `peer`'s (a world rank on this host) copy of
+ * dstWin at dstOff, then, when sigWin is not NULL, the store of sigValue into
+ * the peer's copy of the uint64_t at sigWin + sigOff, ordered after the data.
+ * The host platform copies and signals before returning. ccoUnsupported
+ * when CCO_ENABLE_SDMA=0. */
+ccoResult_t ccoSdmaPutAsync(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t dstOff,
+                            ccoWindow_t srcWin, size_t srcOff, size_t bytes, ccoWindow_t sigWin,
+                            size_t sigOff, uint64_t sigValue, void* stream);
+
+/* Enqueues on `stream` a wait until this rank's copy of the uint64_t at
+ * sigWin + sigOff is >= value (wrapping compare). The host platform waits
+ * on the calling thread, up to CCO_BOOTSTRAP_TIMEOUT (ccoTimeout). */
+ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff, uint64_t value,
+                                void* stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

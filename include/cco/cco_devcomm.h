@@ -85,6 +85,8 @@ typedef enum {
   ccoDevSuccess = 0,
   ccoDevAborted = 1, /* the host set the abort word (a failure, or ccoCommAbort) */
   ccoDevTimeout = 2, /* a timeout variant gave up */
+  ccoDevUnsupported = 3, /* the transport is off (CCO_ENABLE_SDMA=0) or absent */
+  ccoDevInvalid = 4,     /* a bad peer, queue or window range */
 } ccoDevStatus_t;
 
 /* Trivially copyable: pass it by value into kernels (it lands in kernel

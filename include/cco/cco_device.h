@@ -26,6 +26,7 @@
 #include "cco/cco_devcomm.h"
 #include "cco/cco_window.h"
 #include "cco/device/cco_arch.h"
+#include "cco/device/cco_sdma_types.h"
 
 /* ------------------------------------------------------ cooperation scopes */
 
@@ -276,6 +277,167 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierSyncTimeout(ccoLsaBarrierSession* 
 CCO_DEVICE_INLINE void ccoLsaBarrierSessionEnd(ccoLsaBarrierSession* s) {
   if (ccoCoopRank(s->coop) == 0) cco_st_relaxed_u32(s->epochHome, s->epoch);
   ccoCoopSync(s->coop);
+}
+
+/* ------------------------------------------------------------------ SDMA */
+
+/*
+ * Copy-engine transfers. A kernel posts a descriptor into the ring of
+ * (peer, queue); the engine thread of this rank issues it on the copy
+ * engines (cuMemcpyAsync on one stream per ring), then, in stream order,
+ * bumps the peer's signal slot (if asked) and the ring's completion count.
+ * Nothing is copied by the SMs.
+ *
+ * Peers are LSA ranks. Windows and offsets name both ends; the destination
+ * of a put (the source of a get) is the peer's copy of the window. Within a
+ * ring, operations complete in posting order. A scope (warp, block) posts
+ * one operation together: its rank 0 posts after the scope has synced, so
+ * the whole scope's writes to the source are ordered before the copy.
+ *
+ * Signals: rank r's signal slot (srcLsa, queue) counts the puts with
+ * ccoSdmaSignalRemote (and ccoSdmaCommit calls) that srcLsa posted on that
+ * queue to r, each counted once its data is visible at r.
+ */
+typedef enum {
+  ccoSdmaSignalNone = 0,   /* no remote signal: aggregate with ccoSdmaCommit */
+  ccoSdmaSignalRemote = 1, /* bump the peer's signal slot after this copy */
+} ccoSdmaSignal_t;
+
+CCO_DEVICE_INLINE const ccoSdmaDev* cco_sdma_state(const ccoDevComm* dc) {
+  return (const ccoSdmaDev*)(uintptr_t)dc->sdma;
+}
+
+CCO_DEVICE_INLINE const ccoSdmaQueueDev* cco_sdma_queue(const ccoDevComm* dc, int peer, uint32_t queue) {
+  const ccoSdmaDev* sd = cco_sdma_state(dc);
+  return &((const ccoSdmaQueueDev*)(uintptr_t)sd->queues)[(uint32_t)peer * sd->queueCount + queue];
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t cco_sdma_check(const ccoDevComm* dc, int peer, uint32_t queue) {
+  const ccoSdmaDev* sd = cco_sdma_state(dc);
+  if (!sd) return ccoDevUnsupported;
+  if (peer < 0 || peer >= (int)sd->lsaSize || queue >= sd->queueCount) return ccoDevInvalid;
+  return ccoDevSuccess;
+}
+
+/* One thread: takes a ticket, waits for a free slot (credits), writes the
+ * descriptor and publishes it with a release store of its sequence. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_sdma_post(const ccoDevComm* dc, int peer, uint32_t queue, uint32_t op,
+                                               uint32_t flags, uint64_t dst, uint64_t src, uint64_t bytes) {
+  ccoDevStatus_t st = cco_sdma_check(dc, peer, queue);
+  if (st != ccoDevSuccess) return st;
+  const ccoSdmaQueueDev* q = cco_sdma_queue(dc, peer, queue);
+  uint64_t ticket = cco_atomic_add_release_u64((uint64_t*)(uintptr_t)q->tail, 1);
+  const uint64_t* head = (const uint64_t*)(uintptr_t)q->head;
+  for (uint32_t spins = 0; ticket - cco_ld_acquire_u64(head) >= CCO_SDMA_DEPTH; spins++) {
+    if ((spins & 255) == 255 && ccoDevCommAborted(dc)) return ccoDevAborted;
+    cco_spin_pause(spins);
+  }
+  ccoSdmaSlot* slot = &((ccoSdmaSlot*)(uintptr_t)q->slots)[ticket & (CCO_SDMA_DEPTH - 1)];
+  slot->dst = dst;
+  slot->src = src;
+  slot->bytes = bytes;
+  slot->op = op;
+  slot->flags = flags;
+  cco_st_release_u64(&slot->seq, ticket + 1);
+  return ccoDevSuccess;
+}
+
+/* The scope posts once (its rank 0), every thread gets the status. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_sdma_post_coop(const ccoDevComm* dc, int peer, uint32_t queue, uint32_t op,
+                                                    uint32_t flags, uint64_t dst, uint64_t src, uint64_t bytes,
+                                                    ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  ccoDevStatus_t st = ccoDevSuccess;
+  ccoCoopSync(coop);
+  if (rank == 0) st = cco_sdma_post(dc, peer, queue, op, flags, dst, src, bytes);
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+/* Copies bytes from this rank's copy of srcWin at srcOff to LSA peer's copy
+ * of dstWin at dstOff. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaPut(const ccoDevComm* dc, int peerLsaRank, ccoWindow_t dstWin, size_t dstOff,
+                                            ccoWindow_t srcWin, size_t srcOff, size_t bytes, uint32_t queue,
+                                            ccoSdmaSignal_t signal, ccoCoop_t coop) {
+  uint64_t dst = (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(dstWin, peerLsaRank, dstOff);
+  uint64_t src = (uint64_t)(uintptr_t)ccoGetLocalPtr(srcWin, srcOff);
+  return cco_sdma_post_coop(dc, peerLsaRank, queue, CCO_SDMA_OP_PUT,
+                            signal == ccoSdmaSignalRemote ? CCO_SDMA_FLAG_REMOTE_SIGNAL : 0u, dst, src,
+                            (uint64_t)bytes, coop);
+}
+
+/* Copies bytes from LSA peer's copy of srcWin at srcOff to this rank's copy
+ * of dstWin at dstOff. Completion shows in ccoSdmaQuiet. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaGet(const ccoDevComm* dc, int peerLsaRank, ccoWindow_t dstWin, size_t dstOff,
+                                            ccoWindow_t srcWin, size_t srcOff, size_t bytes, uint32_t queue,
+                                            ccoCoop_t coop) {
+  uint64_t dst = (uint64_t)(uintptr_t)ccoGetLocalPtr(dstWin, dstOff);
+  uint64_t src = (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(srcWin, peerLsaRank, srcOff);
+  return cco_sdma_post_coop(dc, peerLsaRank, queue, CCO_SDMA_OP_GET, 0u, dst, src, (uint64_t)bytes, coop);
+}
+
+/* Aggregated signalling: one bump of the peer's signal slot once every
+ * operation posted before it on this ring has landed. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaCommit(const ccoDevComm* dc, int peerLsaRank, uint32_t queue, ccoCoop_t coop) {
+  return cco_sdma_post_coop(dc, peerLsaRank, queue, CCO_SDMA_OP_SIGNAL, CCO_SDMA_FLAG_REMOTE_SIGNAL, 0, 0, 0, coop);
+}
+
+/* This rank's signal slot for puts from srcLsaRank on queue. */
+CCO_DEVICE_INLINE uint64_t* ccoSdmaSignalPtr(const ccoDevComm* dc, int srcLsaRank, uint32_t queue) {
+  const ccoSdmaDev* sd = cco_sdma_state(dc);
+  uint64_t mine = dc->resourceBase + (uint64_t)dc->lsaRank * dc->slotSize + sd->signalsOffset;
+  return (uint64_t*)(uintptr_t)(mine + ((uint64_t)srcLsaRank * sd->queueCount + queue) * 8u);
+}
+
+CCO_DEVICE_INLINE uint64_t ccoSdmaReadSignal(const ccoDevComm* dc, int srcLsaRank, uint32_t queue) {
+  return cco_ld_acquire_u64(ccoSdmaSignalPtr(dc, srcLsaRank, queue));
+}
+
+/* Waits until the signal slot (srcLsaRank, queue) reaches `expected`, the
+ * abort word is set, or timeoutNs passes (0: none). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaWaitSignal(const ccoDevComm* dc, int srcLsaRank, uint32_t queue,
+                                                   uint64_t expected, uint64_t timeoutNs, ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  ccoDevStatus_t st = cco_sdma_check(dc, srcLsaRank, queue);
+  if (rank == 0 && st == ccoDevSuccess) {
+    uint64_t* sig = ccoSdmaSignalPtr(dc, srcLsaRank, queue);
+    uint64_t start = timeoutNs ? cco_clock_ns() : 0;
+    for (uint32_t spins = 0; (int64_t)(cco_ld_acquire_u64(sig) - expected) < 0; spins++) {
+      if ((spins & 255) == 255) {
+        if (ccoDevCommAborted(dc)) { st = ccoDevAborted; break; }
+        if (timeoutNs && cco_clock_ns() - start > timeoutNs) { st = ccoDevTimeout; break; }
+      }
+      cco_spin_pause(spins);
+    }
+  }
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+/* Waits until every operation posted so far on (peer, queue) has finished
+ * (for a get: its data is here; for a put: at the peer). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuietQueue(const ccoDevComm* dc, int peerLsaRank, uint32_t queue, ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  ccoCoopSync(coop);
+  ccoDevStatus_t st = cco_sdma_check(dc, peerLsaRank, queue);
+  if (rank == 0 && st == ccoDevSuccess) {
+    const ccoSdmaQueueDev* q = cco_sdma_queue(dc, peerLsaRank, queue);
+    uint64_t issued = cco_ld_acquire_u64((const uint64_t*)(uintptr_t)q->tail);
+    const uint64_t* done = (const uint64_t*)(uintptr_t)q->completed;
+    for (uint32_t spins = 0; (int64_t)(cco_ld_acquire_u64(done) - issued) < 0; spins++) {
+      if ((spins & 255) == 255 && ccoDevCommAborted(dc)) { st = ccoDevAborted; break; }
+      cco_spin_pause(spins);
+    }
+  }
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+/* ccoSdmaQuietQueue on every queue of the peer. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuiet(const ccoDevComm* dc, int peerLsaRank, ccoCoop_t coop) {
+  const ccoSdmaDev* sd = cco_sdma_state(dc);
+  if (!sd) return ccoDevUnsupported;
+  ccoDevStatus_t st = ccoDevSuccess;
+  for (uint32_t q = 0; q < sd->queueCount && st == ccoDevSuccess; q++)
+    st = ccoSdmaQuietQueue(dc, peerLsaRank, q, coop);
+  return st;
 }
 
 #endif /* CCO_CCO_DEVICE_H_ */

@@ -12,6 +12,7 @@
 #include "env.h"
 #include "error.h"
 #include "platform/platform.h"
+#include "transport/sdma/sdma.h"
 
 #define CCO_GIB (1ull << 30)
 /* Slots of the flat VA are whole multiples of 4 GiB so that a window can
@@ -272,6 +273,8 @@ static void note_async_error(ccoComm* comm, ccoResult_t res) {
     cco_devcomm_abort_all(&comm->mem);
 }
 
+void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) { note_async_error(comm, res); }
+
 ccoResult_t ccoCommAbort(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
   atomic_store(&comm->aborted, true);
@@ -294,7 +297,8 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   pthread_mutex_lock(&comm->opLock);
   live_remove(comm);
   comm->magic = 0;
-  cco_symm_fini(comm); /* windows and memory first: they may name peers */
+  cco_sdma_engine_stop(comm); /* before the rings and memory it reads go */
+  cco_symm_fini(comm);        /* windows and memory first: they may name peers */
   cco_bootstrap_destroy(&comm->boot);
   cco_topology_free(&comm->topo);
   close(comm->wakeFd);

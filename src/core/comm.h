@@ -29,6 +29,7 @@ struct ccoComm {
   _Atomic bool aborted;
   int wakeFd; /* eventfd: readable once aborted, wakes every blocked wait */
   cco_symm mem; /* platform, flat VA, allocations, windows */
+  struct cco_sdma_engine* sdma; /* SDMA engine thread, started by the first device communicator */
 };
 
 bool cco_comm_is_valid(const ccoComm* comm);
@@ -47,5 +48,9 @@ void cco_comm_set_last_error(ccoComm* comm, const char* msg);
  * the async error and releases the lock. */
 ccoResult_t cco_comm_begin_collective(ccoComm* comm, const char* op);
 ccoResult_t cco_comm_end_collective(ccoComm* comm, ccoResult_t res);
+
+/* A failure found in the background (an engine thread): becomes the async
+ * error and sets every device communicator's abort word. */
+void cco_comm_fail_async(ccoComm* comm, ccoResult_t res);
 
 #endif /* CCO_CORE_COMM_H_ */

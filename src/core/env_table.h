@@ -37,6 +37,8 @@
     "1 skips the CPU binding done at communicator creation")                                \
   X(CCO_CPU_AFFINITY_NO_SPLIT, "MORI_CPU_AFFINITY_NO_SPLIT", BOOL, "0", AFFINITY, NULL,     \
     "1 binds to all GPU-local CPUs instead of this GPU's own slice of them")                \
+  X(CCO_ENABLE_SDMA, "MORI_ENABLE_SDMA", BOOL, "1", SDMA, NULL,                              \
+    "0 turns the SDMA (copy-engine) transport off: every SDMA call then fails with a status")  \
   X(CCO_UNIQUE_ID, NULL, STR, "", INIT, NULL,                                               \
     "unique id in hex text, set by ccorun; read by ccoCommCreateFromEnv")                   \
   X(CCO_NRANKS, NULL, INT, "-1", INIT, NULL,                                                \

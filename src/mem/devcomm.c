@@ -13,6 +13,7 @@
 #include "core/comm.h"
 #include "core/error.h"
 #include "mem/symm.h"
+#include "transport/sdma/sdma.h"
 
 #define CCO_MAX_BARRIERS 4096u
 
@@ -27,6 +28,7 @@ struct cco_devcomm_rec {
   void* abortHost; /* the abort word, host side */
   void* teamTables[ccoNumTeams];
   cco_devcomm_copy* copies;
+  cco_sdma_state* sdma;
   struct cco_devcomm_rec* next;
 };
 
@@ -92,7 +94,10 @@ static ccoResult_t agree(ccoComm* comm, const ccoDevCommRequirements* reqs) {
   return res;
 }
 
-static void free_rec_resources(cco_symm* m, cco_devcomm_rec* d) {
+static void free_rec_resources(ccoComm* comm, cco_devcomm_rec* d) {
+  cco_symm* m = &comm->mem;
+  cco_sdma_state_destroy(comm, d->sdma);
+  d->sdma = NULL;
   while (d->copies) {
     cco_devcomm_copy* c = d->copies;
     d->copies = c->next;
@@ -147,8 +152,10 @@ ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, 
 
   cco_symm* m = &comm->mem;
   uint32_t barriers = reqs->lsaBarrierCount + reqs->barrierCount;
+  uint32_t sdmaQueues = cco_sdma_enabled() ? (reqs->sdmaQueueCount ? reqs->sdmaQueueCount : 2) : 0;
   size_t inboxBytes = (size_t)barriers * (size_t)m->lsaSize * sizeof(uint32_t);
-  size_t layout = inboxBytes + (size_t)barriers * sizeof(uint32_t);
+  size_t signalsOffset = (inboxBytes + (size_t)barriers * sizeof(uint32_t) + 63) & ~(size_t)63;
+  size_t layout = signalsOffset + cco_sdma_signal_bytes(m->lsaSize, sdmaQueues);
   size_t winBytes = layout ? (layout + 4095) & ~(size_t)4095 : 4096;
   ccoDevComm dc;
   memset(&dc, 0, sizeof(dc));
@@ -165,6 +172,11 @@ ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, 
     res = cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_MEM, "no memory");
   if (res == ccoSuccess) res = m->platform.ops->copy_to_device(&m->platform, local, zeros, winBytes);
   if (res == ccoSuccess) res = make_tables(comm, d, &dc);
+  pthread_mutex_unlock(&m->lock);
+  /* Rings and the engine (which takes the mem lock to start). */
+  if (res == ccoSuccess && sdmaQueues)
+    res = cco_sdma_state_create(comm, sdmaQueues, wd.winBase, signalsOffset, &d->sdma, &dc.sdma);
+  pthread_mutex_lock(&m->lock);
   if (res == ccoSuccess) {
     d->id = ++m->nextDevCommId;
     d->resourceWindow = win;
@@ -190,7 +202,7 @@ ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, 
       cco_devcomm_rec** link = NULL;
       if (find_rec(m, d->id, &link)) *link = d->next;
     }
-    if (d) free_rec_resources(m, d);
+    if (d) free_rec_resources(comm, d);
     pthread_mutex_unlock(&m->lock);
     free(d);
     ccoWindowDeregister(comm, win);
@@ -215,7 +227,7 @@ ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, 
   dc.barrierCount = reqs->barrierCount;
   dc.lsaBarrierOffset = 0;
   dc.lsaEpochOffset = (uint32_t)inboxBytes;
-  dc.sdmaQueueCount = reqs->sdmaQueueCount ? reqs->sdmaQueueCount : 2;
+  dc.sdmaQueueCount = sdmaQueues; /* 0 when CCO_ENABLE_SDMA=0 */
   dc.gdaConnectionType = reqs->gdaConnectionType;
   dc.gdaContextCount = reqs->gdaContextCount;
   dc.gdaSignalCount = reqs->gdaSignalCount;
@@ -240,7 +252,7 @@ ccoResult_t ccoDevCommDestroy(ccoComm* comm, ccoDevComm* devComm) {
                            : NULL;
   if (d) {
     *link = d->next;
-    free_rec_resources(m, d);
+    free_rec_resources(comm, d);
   }
   pthread_mutex_unlock(&m->lock);
   if (!d)
@@ -287,11 +299,12 @@ void cco_devcomm_abort_all(cco_symm* m) {
   pthread_mutex_unlock(&m->lock);
 }
 
-void cco_devcomm_free_all(cco_symm* m) {
+void cco_devcomm_free_all(ccoComm* comm) {
+  cco_symm* m = &comm->mem;
   while (m->devcomms) {
     cco_devcomm_rec* d = m->devcomms;
     m->devcomms = d->next;
-    free_rec_resources(m, d); /* its window goes with the other windows */
+    free_rec_resources(comm, d); /* its window goes with the other windows */
     free(d);
   }
 }

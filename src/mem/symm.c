@@ -72,7 +72,7 @@ void cco_symm_fini(ccoComm* comm) {
   cco_symm* m = &comm->mem;
   if (m->platformOpen) {
     pthread_mutex_lock(&m->lock);
-    cco_devcomm_free_all(m);
+    cco_devcomm_free_all(comm);
     while (m->windows) {
       cco_window_rec* w = m->windows;
       m->windows = w->next;

@@ -89,6 +89,6 @@ void cco_window_free_rec(cco_symm* m, cco_window_rec* w);
  * (called when the communicator fails or is aborted). */
 void cco_devcomm_abort_all(cco_symm* m);
 /* Releases every device communicator (mem lock held; windows go separately). */
-void cco_devcomm_free_all(cco_symm* m);
+void cco_devcomm_free_all(ccoComm* comm);
 
 #endif /* CCO_MEM_SYMM_H_ */

@@ -75,6 +75,19 @@ typedef struct {
    * *host for the CPU, *dev for kernels. Zero-filled. */
   ccoResult_t (*hostmap_alloc)(cco_platform* p, size_t size, void** host, uint64_t* dev);
   ccoResult_t (*hostmap_free)(cco_platform* p, void* host);
+  /* Copy-engine work in stream order (SDMA). A stream of NULL on create
+   * means "make one"; the host platform does each step at once on the
+   * calling thread and its streams are placeholders. */
+  ccoResult_t (*stream_create)(cco_platform* p, void** stream);
+  ccoResult_t (*stream_destroy)(cco_platform* p, void* stream);
+  ccoResult_t (*copy_async)(cco_platform* p, void* stream, uint64_t dst, uint64_t src, size_t bytes);
+  /* Stores value at addr once the stream's earlier work is done and
+   * visible (a release, system wide). */
+  ccoResult_t (*write_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value);
+  /* The stream waits until *addr >= value (64-bit, wrapping compare). The
+   * host platform waits on the calling thread up to timeoutSeconds. */
+  ccoResult_t (*wait_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
+                                  double timeoutSeconds);
   /* Whether this rank's device can map and access `peer`'s memory. *known
    * is false when the peer's device is not visible here (nothing to check). */
   ccoResult_t (*peer_access)(cco_platform* p, const cco_device_identity* peer, bool* ok,

@@ -221,6 +221,32 @@ CCO_DEVICE_INLINE void cco_sync_block(void) {
 #endif
 }
 
+/* Value 0..7 of the scope's rank 0, handed to every thread of the scope
+ * (which must all call). Also a sync of the scope. */
+CCO_DEVICE_INLINE uint32_t cco_coop_broadcast3(int coop, uint32_t rank, uint32_t value) {
+#if CCO_ARCH_GPU
+  if (coop == 1) { /* warp */
+    uint32_t v;
+    __asm__ volatile("shfl.sync.idx.b32 %0, %1, 0, 0x1f, -1;" : "=r"(v) : "r"(value) : "memory");
+    return v;
+  }
+  if (coop == 2) { /* block: three barrier reductions, one per bit */
+    uint32_t out = 0;
+    for (int bit = 0; bit < 3; bit++) {
+      uint32_t mine = rank == 0 ? (value >> bit) & 1u : 0u, any;
+      __asm__ volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; bar.red.or.pred p, 0, p; selp.u32 %0, 1, 0, p; }"
+                       : "=r"(any)
+                       : "r"(mine)
+                       : "memory");
+      out |= any << bit;
+    }
+    return out;
+  }
+#endif
+  (void)coop, (void)rank;
+  return value;
+}
+
 /* ------------------------------------------------------------- time */
 
 /* Nanoseconds from a clock that only moves forward. */

@@ -81,6 +81,8 @@ enum {
   CCO_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110,
   CCO_CU_STREAM_NON_BLOCKING = 1,
   CCO_CU_MEMHOSTALLOC_PORTABLE = 0x01,
+  CCO_CU_STREAM_WAIT_VALUE_GEQ = 0x0,
+  CCO_CU_STREAM_WRITE_VALUE_DEFAULT = 0x0,
   CCO_CU_MEMHOSTALLOC_DEVICEMAP = 0x02,
   CCO_CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1,
   CCO_CU_GET_PROC_ADDRESS_SUCCESS = 0,
@@ -129,6 +131,12 @@ typedef struct {
   cco_cu_result (*memHostAlloc)(void** pp, size_t bytesize, unsigned int flags);
   cco_cu_result (*memHostGetDevicePointer)(cco_cu_deviceptr* pdptr, void* p, unsigned int flags);
   cco_cu_result (*memFreeHost)(void* p);
+  cco_cu_result (*memcpyAsync)(cco_cu_deviceptr dst, cco_cu_deviceptr src, size_t bytes,
+                               cco_cu_stream stream);
+  cco_cu_result (*streamWriteValue64)(cco_cu_stream stream, cco_cu_deviceptr addr, uint64_t value,
+                                      unsigned int flags);
+  cco_cu_result (*streamWaitValue64)(cco_cu_stream stream, cco_cu_deviceptr addr, uint64_t value,
+                                     unsigned int flags);
 
   cco_cu_result (*memAlloc)(cco_cu_deviceptr* dptr, size_t size); /* _v2 */
   cco_cu_result (*memFree)(cco_cu_deviceptr dptr);                /* _v2 */

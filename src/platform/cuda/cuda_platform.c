@@ -447,6 +447,74 @@ static ccoResult_t cuda_hostmap_free(cco_platform* p, void* host) {
   return ccoSuccess;
 }
 
+/* ------------------------------------------------------------ streams (SDMA) */
+
+static ccoResult_t cuda_stream_create(cco_platform* p, void** stream) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("stream_create");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_stream st = NULL;
+  cco_cu_result r = s->cu->streamCreate(&st, CCO_CU_STREAM_NON_BLOCKING);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuStreamCreate");
+  *stream = st;
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_stream_destroy(cco_platform* p, void* stream) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("stream_destroy");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->streamDestroy((cco_cu_stream)stream);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuStreamDestroy");
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_copy_async(cco_platform* p, void* stream, uint64_t dst, uint64_t src, size_t bytes) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("copy_async");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->memcpyAsync(dst, src, bytes, (cco_cu_stream)stream);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuMemcpyAsync(%#llx <- %#llx, %zu bytes)", (unsigned long long)dst,
+                   (unsigned long long)src, bytes);
+  return ccoSuccess;
+}
+
+/* The default flags put a system-wide fence before the write: the data of
+ * the copies before it on the stream is visible before the value. */
+static ccoResult_t cuda_write_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("write_value_async");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->streamWriteValue64((cco_cu_stream)stream, addr, value,
+                                              CCO_CU_STREAM_WRITE_VALUE_DEFAULT);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuStreamWriteValue64(%#llx)", (unsigned long long)addr);
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_wait_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
+                                         double timeoutSeconds) {
+  (void)timeoutSeconds; /* the stream waits, not the caller */
+  cuda_state* s = state(p);
+  if (!s) return not_open("wait_value_async");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->streamWaitValue64((cco_cu_stream)stream, addr, value, CCO_CU_STREAM_WAIT_VALUE_GEQ);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuStreamWaitValue64(%#llx)", (unsigned long long)addr);
+  return ccoSuccess;
+}
+
 /* The same GPU (several ranks under MPS) always works; another GPU must be
  * a P2P peer (NVLink or PCIe) of this one. */
 static ccoResult_t cuda_peer_access(cco_platform* p, const cco_device_identity* peer, bool* ok,
@@ -485,6 +553,11 @@ static const cco_platform_ops cuda_ops = {
     .desc_free = cuda_desc_free,
     .hostmap_alloc = cuda_hostmap_alloc,
     .hostmap_free = cuda_hostmap_free,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .copy_async = cuda_copy_async,
+    .write_value_async = cuda_write_value_async,
+    .wait_value_async = cuda_wait_value_async,
     .peer_access = cuda_peer_access,
 };
 

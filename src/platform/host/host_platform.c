@@ -10,11 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -206,6 +208,51 @@ static ccoResult_t host_hostmap_alloc(cco_platform* p, size_t size, void** host,
 
 static ccoResult_t host_hostmap_free(cco_platform* p, void* host) { return host_desc_free(p, host); }
 
+/* Host "streams": every step runs at once, in call order, which is stream
+ * order. The stream value only has to be non-NULL. */
+static ccoResult_t host_stream_create(cco_platform* p, void** stream) {
+  (void)p;
+  *stream = (void*)(uintptr_t)1;
+  return ccoSuccess;
+}
+
+static ccoResult_t host_stream_destroy(cco_platform* p, void* stream) {
+  (void)p, (void)stream;
+  return ccoSuccess;
+}
+
+static ccoResult_t host_copy_async(cco_platform* p, void* stream, uint64_t dst, uint64_t src, size_t bytes) {
+  (void)p, (void)stream;
+  if (bytes) memmove((void*)(uintptr_t)dst, (const void*)(uintptr_t)src, bytes);
+  return ccoSuccess;
+}
+
+static ccoResult_t host_write_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value) {
+  (void)p, (void)stream;
+  __atomic_store_n((uint64_t*)(uintptr_t)addr, value, __ATOMIC_RELEASE);
+  return ccoSuccess;
+}
+
+static ccoResult_t host_wait_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
+                                         double timeoutSeconds) {
+  (void)p, (void)stream;
+  const uint64_t* word = (const uint64_t*)(uintptr_t)addr;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (uint32_t spins = 0; (int64_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - value) < 0; spins++) {
+    if ((spins & 63) == 63) {
+      sched_yield();
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      double waited = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
+      if (timeoutSeconds > 0 && waited > timeoutSeconds)
+        return cco_error(NULL, ccoTimeout, CCO_SUBSYS_SDMA,
+                         "signal at %p stayed below %llu for %g s", (void*)(uintptr_t)addr,
+                         (unsigned long long)value, timeoutSeconds);
+    }
+  }
+  return ccoSuccess;
+}
+
 /* CPU memory of one host is reachable from every process on it. */
 static ccoResult_t host_peer_access(cco_platform* p, const cco_device_identity* peer, bool* ok,
                                     bool* known) {
@@ -231,6 +278,11 @@ static const cco_platform_ops g_host_ops = {
     .desc_free = host_desc_free,
     .hostmap_alloc = host_hostmap_alloc,
     .hostmap_free = host_hostmap_free,
+    .stream_create = host_stream_create,
+    .stream_destroy = host_stream_destroy,
+    .copy_async = host_copy_async,
+    .write_value_async = host_write_value_async,
+    .wait_value_async = host_wait_value_async,
     .peer_access = host_peer_access,
 };
 

@@ -1,0 +1,276 @@
+/* SDMA rings and the engine thread that drains them. */
+#include "transport/sdma/sdma.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cco/device/cco_sdma_types.h"
+#include "core/comm.h"
+#include "core/env.h"
+#include "core/error.h"
+
+/* Counters on their own cache lines: producers hammer the tails while the
+ * engine's stream writes land on the completion counts. */
+#define CCO_SDMA_LINE 64
+
+typedef struct {
+  ccoSdmaSlot* slots;     /* host view */
+  uint64_t* headHost;     /* host view of the credit word */
+  void* stream;
+  uint64_t head;          /* next ticket to read */
+  uint64_t completedDev;  /* device address of the completion count */
+  uint64_t completed;     /* operations issued (the count the stream will write) */
+  uint64_t remoteSignal;  /* device address of the peer's slot for (this rank, queue) */
+  uint64_t signalled;     /* remote signals issued */
+  int peer, queue;
+} ring;
+
+struct cco_sdma_state {
+  int nRings;
+  ring* rings;
+  void* slotsHost;
+  void* headsHost;
+  void* counters; /* device: tail and completed per ring, one line each */
+  void* queuesDev;
+  void* dev;      /* ccoSdmaDev */
+  uint64_t flatLo, flatHi;
+  bool failed;
+  struct cco_sdma_state* next;
+};
+
+struct cco_sdma_engine {
+  ccoComm* comm;
+  pthread_t thread;
+  pthread_mutex_t lock; /* the list of states */
+  cco_sdma_state* states;
+  ccoResult_t failure; /* found under `lock`, reported after it is dropped */
+  atomic_bool stop;
+};
+
+bool cco_sdma_enabled(void) { return cco_env_bool(CCO_ENV_ID_CCO_ENABLE_SDMA); }
+
+size_t cco_sdma_signal_bytes(int lsaSize, uint32_t queues) {
+  return (size_t)lsaSize * queues * sizeof(uint64_t);
+}
+
+/* ------------------------------------------------------------------ engine */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool in_flat(const cco_sdma_state* st, uint64_t addr, uint64_t bytes) {
+  return addr >= st->flatLo && addr <= st->flatHi && bytes <= st->flatHi - addr;
+}
+
+/* Issues one descriptor: the copy, then the signals in stream order. */
+static ccoResult_t issue(ccoComm* comm, cco_sdma_state* st, ring* r, const ccoSdmaSlot* d) {
+  cco_platform* p = &comm->mem.platform;
+  if (d->op != CCO_SDMA_OP_SIGNAL) {
+    if ((d->op != CCO_SDMA_OP_PUT && d->op != CCO_SDMA_OP_GET) || !in_flat(st, d->dst, d->bytes) ||
+        !in_flat(st, d->src, d->bytes))
+      return cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_SDMA,
+                       "rank %d: SDMA descriptor to LSA peer %d queue %d: op %u of %llu bytes "
+                       "from %#llx to %#llx is outside the flat VA",
+                       comm->rank, r->peer, r->queue, d->op, (unsigned long long)d->bytes,
+                       (unsigned long long)d->src, (unsigned long long)d->dst);
+    if (d->bytes) CCO_CHECK(p->ops->copy_async(p, r->stream, d->dst, d->src, (size_t)d->bytes));
+  }
+  if (d->flags & CCO_SDMA_FLAG_REMOTE_SIGNAL)
+    CCO_CHECK(p->ops->write_value_async(p, r->stream, r->remoteSignal, ++r->signalled));
+  return p->ops->write_value_async(p, r->stream, r->completedDev, ++r->completed);
+}
+
+/* Reads up to `budget` published descriptors of one ring; returns how many. */
+static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r, int budget) {
+  int n = 0;
+  while (n < budget) {
+    ccoSdmaSlot* slot = &r->slots[r->head & (CCO_SDMA_DEPTH - 1)];
+    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != r->head + 1) break;
+    ccoSdmaSlot d = *slot;
+    r->head++;
+    n++;
+    if (st->failed) continue; /* keep returning credits so producers are not stuck */
+    ccoResult_t res = issue(e->comm, st, r, &d);
+    if (res != ccoSuccess) {
+      st->failed = true;
+      e->failure = res;
+    }
+  }
+  if (n) __atomic_store_n(r->headHost, r->head, __ATOMIC_RELEASE); /* credits, in batches */
+  return n;
+}
+
+static void* engine_main(void* arg) {
+  cco_sdma_engine* e = arg;
+  uint64_t idleSince = now_ns();
+  while (!atomic_load(&e->stop)) {
+    int work = 0;
+    pthread_mutex_lock(&e->lock);
+    for (cco_sdma_state* st = e->states; st; st = st->next)
+      for (int i = 0; i < st->nRings; i++) work += drain(e, st, &st->rings[i], 64);
+    ccoResult_t failure = e->failure;
+    e->failure = ccoSuccess;
+    pthread_mutex_unlock(&e->lock);
+    /* Outside the engine lock: failing the communicator takes the memory
+     * lock, which destroy holds while it takes the engine lock. */
+    if (failure != ccoSuccess) cco_comm_fail_async(e->comm, failure);
+    if (work) {
+      idleSince = now_ns();
+      continue;
+    }
+    /* Spin for a while after the last descriptor (latency), then nap (a
+     * quiet communicator should not cost a core). */
+    uint64_t idle = now_ns() - idleSince;
+    if (idle < 200000) {
+      sched_yield();
+    } else {
+      struct timespec nap = {0, idle < 10000000 ? 20000 : 200000};
+      nanosleep(&nap, NULL);
+    }
+  }
+  return NULL;
+}
+
+static ccoResult_t engine_get(ccoComm* comm, cco_sdma_engine** out) {
+  pthread_mutex_lock(&comm->mem.lock);
+  ccoResult_t res = ccoSuccess;
+  if (!comm->sdma) {
+    cco_sdma_engine* e = calloc(1, sizeof(*e));
+    if (!e) {
+      res = cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory for the SDMA engine");
+    } else {
+      e->comm = comm;
+      pthread_mutex_init(&e->lock, NULL);
+      atomic_init(&e->stop, false);
+      if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
+        pthread_mutex_destroy(&e->lock);
+        free(e);
+        res = cco_error(comm, ccoSystemError, CCO_SUBSYS_SDMA, "cannot start the SDMA engine thread");
+      } else {
+        comm->sdma = e;
+      }
+    }
+  }
+  *out = comm->sdma;
+  pthread_mutex_unlock(&comm->mem.lock);
+  return res;
+}
+
+void cco_sdma_engine_stop(ccoComm* comm) {
+  cco_sdma_engine* e = comm->sdma;
+  if (!e) return;
+  atomic_store(&e->stop, true);
+  pthread_join(e->thread, NULL);
+  pthread_mutex_destroy(&e->lock);
+  free(e);
+  comm->sdma = NULL;
+}
+
+/* ------------------------------------------------------------------ rings */
+
+static void free_state(ccoComm* comm, cco_sdma_state* st) {
+  cco_platform* p = &comm->mem.platform;
+  for (int i = 0; st->rings && i < st->nRings; i++)
+    if (st->rings[i].stream) p->ops->stream_destroy(p, st->rings[i].stream);
+  if (st->dev) p->ops->desc_free(p, st->dev);
+  if (st->queuesDev) p->ops->desc_free(p, st->queuesDev);
+  if (st->counters) p->ops->desc_free(p, st->counters);
+  if (st->headsHost) p->ops->hostmap_free(p, st->headsHost);
+  if (st->slotsHost) p->ops->hostmap_free(p, st->slotsHost);
+  free(st->rings);
+  free(st);
+}
+
+/* Device-visible zeroed memory: the tails and completion counts. */
+static ccoResult_t zeroed_desc(cco_platform* p, size_t bytes, void** out) {
+  void* zeros = calloc(1, bytes);
+  if (!zeros) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory");
+  ccoResult_t res = p->ops->desc_alloc(p, bytes, out);
+  if (res == ccoSuccess) res = p->ops->copy_to_device(p, *out, zeros, bytes);
+  free(zeros);
+  return res;
+}
+
+ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resourceBase,
+                                  uint64_t signalsOffset, cco_sdma_state** out, uint64_t* devAddr) {
+  cco_platform* p = &comm->mem.platform;
+  int lsaSize = comm->mem.lsaSize, me = comm->mem.lsaRank;
+  cco_sdma_state* st = calloc(1, sizeof(*st));
+  if (!st) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory");
+  st->nRings = lsaSize * (int)queues;
+  st->flatLo = (uint64_t)(uintptr_t)comm->mem.flatBase;
+  st->flatHi = st->flatLo + (uint64_t)lsaSize * comm->mem.slotSize;
+  st->rings = calloc((size_t)st->nRings, sizeof(ring));
+  ccoSdmaQueueDev* table = calloc((size_t)st->nRings, sizeof(ccoSdmaQueueDev));
+  uint64_t slotsDev = 0, headsDev = 0;
+  ccoResult_t res = st->rings && table ? ccoSuccess
+                                       : cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory");
+  size_t slotBytes = (size_t)st->nRings * CCO_SDMA_DEPTH * sizeof(ccoSdmaSlot);
+  size_t lineBytes = (size_t)st->nRings * CCO_SDMA_LINE;
+  if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, slotBytes, &st->slotsHost, &slotsDev);
+  if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, lineBytes, &st->headsHost, &headsDev);
+  if (res == ccoSuccess) res = zeroed_desc(p, 2 * lineBytes, &st->counters);
+  for (int i = 0; res == ccoSuccess && i < st->nRings; i++) {
+    ring* r = &st->rings[i];
+    r->peer = i / (int)queues;
+    r->queue = i % (int)queues;
+    r->slots = (ccoSdmaSlot*)st->slotsHost + (size_t)i * CCO_SDMA_DEPTH;
+    r->headHost = (uint64_t*)((char*)st->headsHost + (size_t)i * CCO_SDMA_LINE);
+    uint64_t tailDev = (uint64_t)(uintptr_t)st->counters + (uint64_t)i * CCO_SDMA_LINE;
+    r->completedDev = tailDev + lineBytes;
+    r->remoteSignal = resourceBase + (uint64_t)r->peer * comm->mem.slotSize + signalsOffset +
+                      ((uint64_t)me * queues + (uint64_t)r->queue) * sizeof(uint64_t);
+    table[i] = (ccoSdmaQueueDev){slotsDev + (uint64_t)i * CCO_SDMA_DEPTH * sizeof(ccoSdmaSlot), tailDev,
+                                 headsDev + (uint64_t)i * CCO_SDMA_LINE, r->completedDev};
+    res = p->ops->stream_create(p, &r->stream);
+  }
+  if (res == ccoSuccess) res = p->ops->desc_alloc(p, (size_t)st->nRings * sizeof(ccoSdmaQueueDev), &st->queuesDev);
+  if (res == ccoSuccess)
+    res = p->ops->copy_to_device(p, st->queuesDev, table, (size_t)st->nRings * sizeof(ccoSdmaQueueDev));
+  ccoSdmaDev dev;
+  memset(&dev, 0, sizeof(dev));
+  dev.queueCount = queues;
+  dev.lsaSize = (uint32_t)lsaSize;
+  dev.queues = (uint64_t)(uintptr_t)st->queuesDev;
+  dev.signalsOffset = signalsOffset;
+  if (res == ccoSuccess) res = p->ops->desc_alloc(p, sizeof(dev), &st->dev);
+  if (res == ccoSuccess) res = p->ops->copy_to_device(p, st->dev, &dev, sizeof(dev));
+  free(table);
+  cco_sdma_engine* e = NULL;
+  if (res == ccoSuccess) res = engine_get(comm, &e);
+  if (res != ccoSuccess) {
+    free_state(comm, st);
+    return res;
+  }
+  pthread_mutex_lock(&e->lock);
+  st->next = e->states;
+  e->states = st;
+  pthread_mutex_unlock(&e->lock);
+  *out = st;
+  *devAddr = (uint64_t)(uintptr_t)st->dev;
+  CCO_INFO(SDMA, "rank %d: %d SDMA rings (%u queues x %d LSA peers) of %d slots", comm->rank,
+           st->nRings, queues, lsaSize, CCO_SDMA_DEPTH);
+  return ccoSuccess;
+}
+
+void cco_sdma_state_destroy(ccoComm* comm, cco_sdma_state* st) {
+  if (!st) return;
+  cco_sdma_engine* e = comm->sdma;
+  if (e) {
+    pthread_mutex_lock(&e->lock);
+    for (cco_sdma_state** it = &e->states; *it; it = &(*it)->next)
+      if (*it == st) {
+        *it = st->next;
+        break;
+      }
+    pthread_mutex_unlock(&e->lock);
+  }
+  free_state(comm, st);
+}
