@@ -104,6 +104,11 @@ PROTOTYPES = {
     ),
     "ccoDevCommDestroy": (_res, [_p, ctypes.POINTER(_abi.DevCommStruct)]),
     "ccoDevCommCopyToDevice": (_res, [_p, ctypes.POINTER(_abi.DevCommStruct), _pp]),
+    "ccoSdmaPutAsync": (
+        _res,
+        [_p, _int, _p, _size, _p, _size, _size, _p, _size, ctypes.c_uint64, _p],
+    ),
+    "ccoStreamWaitSignal": (_res, [_p, _p, _size, ctypes.c_uint64, _p]),
     # cco_torch.h
     "ccoTorchAllocatorSetComm": (_res, [_p]),
     "cco_torch_malloc": (_p, [_ssize, _int, _p]),

@@ -373,6 +373,31 @@ class Communicator:
             return None
         return error_for(out.value, _lib.last_error(self._h))
 
+    # ------------------------------------------------------------- SDMA
+
+    def sdma_put_async(self, peer: int, dst_win: "RegisteredWindow", dst_off: int,
+                       src_win: "RegisteredWindow", src_off: int, nbytes: int,
+                       sig_win: Optional["RegisteredWindow"] = None, sig_off: int = 0,
+                       sig_value: int = 0, stream: int = 0) -> None:
+        """Enqueues a copy-engine copy of nbytes from this rank's copy of
+        src_win to LSA peer `peer`'s (world rank) copy of dst_win, then the
+        store of sig_value into the peer's uint64 at sig_win + sig_off,
+        ordered after the data (ccoSdmaPutAsync). `stream` is a CUDA stream
+        handle as an int (e.g. torch.cuda.current_stream().cuda_stream);
+        the host platform copies before returning."""
+        self._check_alive()
+        self._check(self._lib.ccoSdmaPutAsync(
+            self._h, peer, dst_win.handle, dst_off, src_win.handle, src_off, nbytes,
+            sig_win.handle if sig_win is not None else None, sig_off, sig_value, stream or None))
+
+    def stream_wait_signal(self, sig_win: "RegisteredWindow", sig_off: int, value: int,
+                           stream: int = 0) -> None:
+        """Makes `stream` wait until this rank's uint64 at sig_win + sig_off
+        reaches value (ccoStreamWaitSignal); the host platform waits here."""
+        self._check_alive()
+        self._check(self._lib.ccoStreamWaitSignal(self._h, sig_win.handle, sig_off, value,
+                                                  stream or None))
+
     # ---------------------------------------------------- host collectives
 
     def barrier(self) -> None:
