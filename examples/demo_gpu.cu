@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cco/cco_device.h"
 #include "demo_gpu.h"
 
 __device__ __host__ static inline uint64_t demo_pattern(int writer, size_t i) {
@@ -50,4 +51,33 @@ extern "C" size_t cco_demo_gpu_verify(const void* src, size_t bytes, int writer)
   if (cudaMemcpy(&host, bad, sizeof(host), cudaMemcpyDeviceToHost) != cudaSuccess) host = bytes / 8;
   cudaFree(bad);
   return (size_t)host;
+}
+
+// Thread 0 posts the puts (the copy engines move the data), then waits for
+// every peer's signal; the kernel status lands in *status.
+__global__ void sdma_kernel(ccoDevComm dc, ccoWindow_t win, size_t bytes, unsigned long long round,
+                            int* status) {
+  int bad = 0;
+  for (int p = 0; p < dc.lsaSize; p++)
+    bad |= ccoSdmaPut(&dc, p, win, (size_t)dc.lsaRank * bytes, win, (size_t)dc.lsaRank * bytes, bytes, 0,
+                      ccoSdmaSignalRemote, ccoCoopThread) != ccoDevSuccess;
+  for (int p = 0; p < dc.lsaSize; p++)
+    bad |= ccoSdmaWaitSignal(&dc, p, 0, round, 30000000000ull, ccoCoopThread) != ccoDevSuccess;
+  *status = bad;
+}
+
+extern "C" int cco_demo_gpu_sdma(const struct ccoDevComm* dc, void* win, size_t bytes, unsigned long long round) {
+  int* status = nullptr;
+  int host = 1;
+  if (cudaMalloc(&status, sizeof(int)) != cudaSuccess) return -1;
+  sdma_kernel<<<1, 1>>>(*dc, (ccoWindow_t)win, bytes, round, status);
+  cudaError_t e = cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost);
+  cudaFree(status);
+  if (e != cudaSuccess) fprintf(stderr, "cco-demo: sdma kernel: %s\n", cudaGetErrorString(e));
+  return e == cudaSuccess && host == 0 ? 0 : -1;
+}
+
+extern "C" int cco_demo_gpu_fill_local(void* dst, size_t bytes, int writer) {
+  void* one[1] = {dst};
+  return cco_demo_gpu_fill(one, 1, bytes, writer);
 }

@@ -15,6 +15,14 @@ int cco_demo_gpu_fill(void* const* dsts, int n, size_t bytes, int writer);
 /* Number of 8-byte words of src (device memory) that differ from writer's
  * pattern. */
 size_t cco_demo_gpu_verify(const void* src, size_t bytes, int writer);
+/* One kernel thread posts an SDMA put of `bytes` (the window's block
+ * lsaRank, already holding this rank's pattern) to every LSA peer with a
+ * remote signal, then waits for every peer's signal to reach `round`.
+ * Returns 0 when every device call succeeded. */
+struct ccoDevComm;
+int cco_demo_gpu_sdma(const struct ccoDevComm* dc, void* win, size_t bytes, unsigned long long round);
+/* Fills `bytes` at dst (device memory) with writer's pattern. */
+int cco_demo_gpu_fill_local(void* dst, size_t bytes, int writer);
 
 #ifdef __cplusplus
 }
