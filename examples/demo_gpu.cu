@@ -59,10 +59,12 @@ __global__ void sdma_kernel(ccoDevComm dc, ccoWindow_t win, size_t bytes, unsign
                             int* status) {
   int bad = 0;
   for (int p = 0; p < dc.lsaSize; p++)
-    bad |= ccoSdmaPut(&dc, p, win, (size_t)dc.lsaRank * bytes, win, (size_t)dc.lsaRank * bytes, bytes, 0,
-                      ccoSdmaSignalRemote, ccoCoopThread) != ccoDevSuccess;
+    if (p != dc.lsaRank)
+      bad |= ccoSdmaPut(&dc, p, win, (size_t)dc.lsaRank * bytes, win, (size_t)dc.lsaRank * bytes, bytes, 0,
+                        ccoSdmaSignalRemote, ccoCoopThread) != ccoDevSuccess;
   for (int p = 0; p < dc.lsaSize; p++)
-    bad |= ccoSdmaWaitSignal(&dc, p, 0, round, 30000000000ull, ccoCoopThread) != ccoDevSuccess;
+    if (p != dc.lsaRank)
+      bad |= ccoSdmaWaitSignal(&dc, p, 0, round, 30000000000ull, ccoCoopThread) != ccoDevSuccess;
   *status = bad;
 }
 
