@@ -30,6 +30,8 @@ if [ "$what" != tests ]; then
   mps_start
   for n in 2 4 8; do "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-windows"; done | tee "$out/bench_windows.jsonl"
   for n in 2 4 8; do "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-lsa"; done | tee "$out/bench_lsa.jsonl"
+  # SDMA: put bandwidth against cudaMemcpyAsync, put-to-signal latency against the naive host floor.
+  "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-sdma" | tee "$out/bench_sdma.jsonl"
   # The same measurements with NVSHMEM 3.4 (pip package nvidia-nvshmem-cu13).
   if bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1; then
     for n in 2 4 8; do

@@ -384,12 +384,15 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaCommit(const ccoDevComm* dc, int peerLsa
 /* This rank's signal slot for puts from srcLsaRank on queue. */
 CCO_DEVICE_INLINE uint64_t* ccoSdmaSignalPtr(const ccoDevComm* dc, int srcLsaRank, uint32_t queue) {
   const ccoSdmaDev* sd = cco_sdma_state(dc);
+  if (cco_sdma_check(dc, srcLsaRank, queue) != ccoDevSuccess) return NULL;
   uint64_t mine = dc->resourceBase + (uint64_t)dc->lsaRank * dc->slotSize + sd->signalsOffset;
   return (uint64_t*)(uintptr_t)(mine + ((uint64_t)srcLsaRank * sd->queueCount + queue) * 8u);
 }
 
+/* 0 when SDMA is off or the source/queue is out of range. */
 CCO_DEVICE_INLINE uint64_t ccoSdmaReadSignal(const ccoDevComm* dc, int srcLsaRank, uint32_t queue) {
-  return cco_ld_acquire_u64(ccoSdmaSignalPtr(dc, srcLsaRank, queue));
+  const uint64_t* sig = ccoSdmaSignalPtr(dc, srcLsaRank, queue);
+  return sig ? cco_ld_acquire_u64(sig) : 0;
 }
 
 /* Waits until the signal slot (srcLsaRank, queue) reaches `expected`, the

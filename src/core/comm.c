@@ -273,7 +273,19 @@ static void note_async_error(ccoComm* comm, ccoResult_t res) {
     cco_devcomm_abort_all(&comm->mem);
 }
 
-void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) { note_async_error(comm, res); }
+/* As ccoCommAbort, with the background failure as the reason: device waits
+ * stop (abort word), blocked host calls wake, and the peers are told. */
+void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) {
+  note_async_error(comm, res);
+  atomic_store(&comm->aborted, true);
+  wake_waiters(comm);
+  pthread_mutex_lock(&comm->opLock);
+  char reason[96];
+  snprintf(reason, sizeof(reason), "rank %d failed in the background: %s", comm->rank,
+           ccoGetErrorString(res));
+  cco_bootstrap_fail(&comm->boot, res, reason);
+  pthread_mutex_unlock(&comm->opLock);
+}
 
 ccoResult_t ccoCommAbort(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
@@ -294,11 +306,12 @@ ccoResult_t ccoCommAbort(ccoComm* comm) {
 ccoResult_t ccoCommDestroy(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
   wake_waiters(comm); /* nothing may stay blocked on a communicator being destroyed */
+  /* The engine first, and outside the lock: a failing engine takes it. */
+  cco_sdma_engine_stop(comm);
   pthread_mutex_lock(&comm->opLock);
   live_remove(comm);
   comm->magic = 0;
-  cco_sdma_engine_stop(comm); /* before the rings and memory it reads go */
-  cco_symm_fini(comm);        /* windows and memory first: they may name peers */
+  cco_symm_fini(comm); /* windows and memory first: they may name peers */
   cco_bootstrap_destroy(&comm->boot);
   cco_topology_free(&comm->topo);
   close(comm->wakeFd);

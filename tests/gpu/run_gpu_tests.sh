@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU tests for the GPU machine (one H200): the platform smoke test, then the
-# window tests with 1 and 4 ranks and the LSA tests with 2, 4 and 8 ranks
-# under MPS. Usage: run_gpu_tests.sh BIN_DIR
+# window tests with 1 and 4 ranks, the LSA tests with 2, 4 and 8 ranks and the
+# SDMA tests with 2 and 4 ranks under MPS, then the examples.
+# Usage: run_gpu_tests.sh BIN_DIR
 set -u
 bin=${1:?usage: run_gpu_tests.sh BIN_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,9 +22,15 @@ for n in 2 4 8; do
   run "LSA device API (barriers, put, all-reduce, timeout, abort), $n ranks under MPS" \
     "$bin/ccorun" -t 300 -n "$n" "$bin/gpu_lsa"
 done
+for n in 2 4; do
+  run "SDMA device API (invalid, every queue, zero bytes, signal after data, flood, gets, commit, quiet, 256 MiB, \
+host API, engine error), $n ranks under MPS" "$bin/ccorun" -t 300 -n "$n" "$bin/gpu_sdma"
+done
+run "SDMA off (CCO_ENABLE_SDMA=0), 2 ranks under MPS" "$bin/ccorun" -t 120 -n 2 "$bin/gpu_sdma" --no-sdma
 run "demo, 4 ranks under MPS" "$bin/ccorun" -t 120 -n 4 "$bin/cco-demo"
 run "example 02: LSA put kernel, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-02-lsa-put"
 run "example 03: one-shot LSA all-reduce, fp32 and bf16, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-03-lsa-allreduce"
+run "example 04: SDMA all-gather, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-04-sdma-allgather"
 store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
 run "torch symmetric-memory tensor as an external window, 4 ranks" \
   "$bin/ccorun" -t 300 -n 4 -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x CCO_TORCH_STORE="$store" \

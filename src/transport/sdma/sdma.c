@@ -32,6 +32,12 @@ typedef struct {
 struct cco_sdma_state {
   int nRings;
   ring* rings;
+  /* One stream per queue index, shared by that queue's rings of every peer:
+   * the GPU has few hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
+   * default), and a copy stream that shares one with a spinning kernel can
+   * wait behind it forever. */
+  int nStreams;
+  void* streams[CCO_SDMA_MAX_QUEUES];
   void* slotsHost;
   void* headsHost;
   void* counters; /* device: tail and completed per ring, one line each */
@@ -177,8 +183,8 @@ void cco_sdma_engine_stop(ccoComm* comm) {
 
 static void free_state(ccoComm* comm, cco_sdma_state* st) {
   cco_platform* p = &comm->mem.platform;
-  for (int i = 0; st->rings && i < st->nRings; i++)
-    if (st->rings[i].stream) p->ops->stream_destroy(p, st->rings[i].stream);
+  for (int i = 0; i < st->nStreams; i++)
+    if (st->streams[i]) p->ops->stream_destroy(p, st->streams[i]);
   if (st->dev) p->ops->desc_free(p, st->dev);
   if (st->queuesDev) p->ops->desc_free(p, st->queuesDev);
   if (st->counters) p->ops->desc_free(p, st->counters);
@@ -217,6 +223,10 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, slotBytes, &st->slotsHost, &slotsDev);
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, lineBytes, &st->headsHost, &headsDev);
   if (res == ccoSuccess) res = zeroed_desc(p, 2 * lineBytes, &st->counters);
+  for (uint32_t q = 0; res == ccoSuccess && q < queues; q++) {
+    res = p->ops->stream_create(p, &st->streams[q]);
+    if (res == ccoSuccess) st->nStreams = (int)q + 1;
+  }
   for (int i = 0; res == ccoSuccess && i < st->nRings; i++) {
     ring* r = &st->rings[i];
     r->peer = i / (int)queues;
@@ -229,7 +239,7 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
                       ((uint64_t)me * queues + (uint64_t)r->queue) * sizeof(uint64_t);
     table[i] = (ccoSdmaQueueDev){slotsDev + (uint64_t)i * CCO_SDMA_DEPTH * sizeof(ccoSdmaSlot), tailDev,
                                  headsDev + (uint64_t)i * CCO_SDMA_LINE, r->completedDev};
-    res = p->ops->stream_create(p, &r->stream);
+    r->stream = st->streams[r->queue];
   }
   if (res == ccoSuccess) res = p->ops->desc_alloc(p, (size_t)st->nRings * sizeof(ccoSdmaQueueDev), &st->queuesDev);
   if (res == ccoSuccess)

@@ -26,16 +26,24 @@ static ccoResult_t window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t o
   return ccoSuccess;
 }
 
-static ccoResult_t check_enabled(ccoComm* comm, const char* what) {
-  if (cco_sdma_enabled()) return ccoSuccess;
-  return cco_error(comm, ccoUnsupported, CCO_SUBSYS_SDMA, "%s: SDMA is off (CCO_ENABLE_SDMA=0)", what);
+/* SDMA is on and the communicator has not failed (an engine error, a dead
+ * peer, an abort): the host calls fail the same way device waits do. */
+static ccoResult_t check_usable(ccoComm* comm, const char* what) {
+  if (!cco_sdma_enabled())
+    return cco_error(comm, ccoUnsupported, CCO_SUBSYS_SDMA, "%s: SDMA is off (CCO_ENABLE_SDMA=0)", what);
+  ccoResult_t failed = ccoSuccess;
+  ccoCommGetAsyncError(comm, &failed);
+  if (failed != ccoSuccess)
+    return cco_error_quiet(comm, failed, "%s: the communicator failed earlier: %s", what,
+                           ccoGetErrorString(failed));
+  return ccoSuccess;
 }
 
 ccoResult_t ccoSdmaPutAsync(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t dstOff, ccoWindow_t srcWin,
                             size_t srcOff, size_t bytes, ccoWindow_t sigWin, size_t sigOff, uint64_t sigValue,
                             void* stream) {
   CCO_VALIDATE_COMM(comm);
-  CCO_CHECK(check_enabled(comm, "ccoSdmaPutAsync"));
+  CCO_CHECK(check_usable(comm, "ccoSdmaPutAsync"));
   int peerLsa = cco_topology_world_to_team(&comm->topo, ccoTeamLsa, peer);
   if (peerLsa < 0)
     return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_SDMA,
@@ -52,7 +60,7 @@ ccoResult_t ccoSdmaPutAsync(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t 
 
 ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff, uint64_t value, void* stream) {
   CCO_VALIDATE_COMM(comm);
-  CCO_CHECK(check_enabled(comm, "ccoStreamWaitSignal"));
+  CCO_CHECK(check_usable(comm, "ccoStreamWaitSignal"));
   uint64_t sig;
   CCO_CHECK(window_addr(comm, sigWin, comm->topo.lsaRank, sigOff, sizeof(uint64_t), "ccoStreamWaitSignal", &sig));
   cco_platform* p = &comm->mem.platform;
