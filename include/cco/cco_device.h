@@ -353,11 +353,20 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_sdma_post_coop(const ccoDevComm* dc, int pe
   return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
 }
 
+/* Whether [off, off + bytes) lies in the window (overflow-safe). */
+CCO_DEVICE_INLINE int cco_sdma_in_window(ccoWindow_t win, size_t off, size_t bytes) {
+  uint64_t size = win->size;
+  return (uint64_t)off <= size && (uint64_t)bytes <= size - (uint64_t)off;
+}
+
 /* Copies bytes from this rank's copy of srcWin at srcOff to LSA peer's copy
- * of dstWin at dstOff. */
+ * of dstWin at dstOff. A range outside either window is ccoDevInvalid
+ * (nothing posted). */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaPut(const ccoDevComm* dc, int peerLsaRank, ccoWindow_t dstWin, size_t dstOff,
                                             ccoWindow_t srcWin, size_t srcOff, size_t bytes, uint32_t queue,
                                             ccoSdmaSignal_t signal, ccoCoop_t coop) {
+  if (!cco_sdma_in_window(dstWin, dstOff, bytes) || !cco_sdma_in_window(srcWin, srcOff, bytes))
+    return ccoDevInvalid;
   uint64_t dst = (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(dstWin, peerLsaRank, dstOff);
   uint64_t src = (uint64_t)(uintptr_t)ccoGetLocalPtr(srcWin, srcOff);
   return cco_sdma_post_coop(dc, peerLsaRank, queue, CCO_SDMA_OP_PUT,
@@ -366,10 +375,13 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaPut(const ccoDevComm* dc, int peerLsaRan
 }
 
 /* Copies bytes from LSA peer's copy of srcWin at srcOff to this rank's copy
- * of dstWin at dstOff. Completion shows in ccoSdmaQuiet. */
+ * of dstWin at dstOff. Completion shows in ccoSdmaQuiet. A range outside
+ * either window is ccoDevInvalid. */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaGet(const ccoDevComm* dc, int peerLsaRank, ccoWindow_t dstWin, size_t dstOff,
                                             ccoWindow_t srcWin, size_t srcOff, size_t bytes, uint32_t queue,
                                             ccoCoop_t coop) {
+  if (!cco_sdma_in_window(dstWin, dstOff, bytes) || !cco_sdma_in_window(srcWin, srcOff, bytes))
+    return ccoDevInvalid;
   uint64_t dst = (uint64_t)(uintptr_t)ccoGetLocalPtr(dstWin, dstOff);
   uint64_t src = (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(srcWin, peerLsaRank, srcOff);
   return cco_sdma_post_coop(dc, peerLsaRank, queue, CCO_SDMA_OP_GET, 0u, dst, src, (uint64_t)bytes, coop);

@@ -960,8 +960,12 @@ static void test_host_api(void) {
 
 // ----------------------------------------------------- (k) engine error
 
+// ccoSdmaPut refuses a range outside its windows, so forge the descriptor a
+// faulty kernel could still post: the engine must catch it.
 __global__ void bad_put_kernel(ccoDevComm dc, ccoWindow_t w, uint64_t badOff, unsigned int* status) {
-  *status = ccoSdmaPut(&dc, dc.lsaRank, w, badOff, w, 0, 4096, 0, ccoSdmaSignalRemote, ccoCoopThread);
+  uint64_t dst = w->winBase + (uint64_t)dc.lsaRank * ((uint64_t)w->stride4G << 32) + badOff;
+  uint64_t src = (uint64_t)(uintptr_t)ccoGetLocalPtr(w, 0);
+  *status = cco_sdma_post(&dc, dc.lsaRank, 0, CCO_SDMA_OP_PUT, CCO_SDMA_FLAG_REMOTE_SIGNAL, dst, src, 4096);
 }
 __global__ void signal_wait_kernel(ccoDevComm dc, int src, uint64_t expected, uint64_t timeoutNs, unsigned int* status,
                                    unsigned long long* ns) {

@@ -1043,13 +1043,20 @@ static void run_engine_error(rank_ctx* c) {
     sw.timeoutNs = 20ull * NS_PER_S;
     pthread_t th;
     pthread_create(&th, NULL, signal_waiter_thread, &sw);
+    /* ccoSdmaPut refuses a range outside its windows before posting ... */
+    ccoDevStatus_t refused = ccoSdmaPut(&c->dc, 0, w.win, bad, w.win, 0, 4096, 0, ccoSdmaSignalRemote, ccoCoopThread);
+    CHECK(refused == ccoDevInvalid, "rank %d: engine error: a put outside its window returned %s, want ccoDevInvalid",
+          c->rank, status_name(refused));
+    /* ... so forge the descriptors a faulty kernel could still post. */
+    uint64_t src = (uint64_t)(uintptr_t)w.local;
+    uint64_t badDst0 = (uint64_t)(uintptr_t)flat + bad, badDst1 = badDst0 + slotSize;
     double t0 = mp_now();
-    ccoDevStatus_t p0 = ccoSdmaPut(&c->dc, 0, w.win, bad, w.win, 0, 4096, 0, ccoSdmaSignalRemote, ccoCoopThread);
-    ccoDevStatus_t p1 = c->lsaSize > 1 ? ccoSdmaPut(&c->dc, 1, w.win, bad, w.win, 0, 4096, 0, ccoSdmaSignalRemote,
-                                                    ccoCoopThread)
+    ccoDevStatus_t p0 = cco_sdma_post(&c->dc, 0, 0, CCO_SDMA_OP_PUT, CCO_SDMA_FLAG_REMOTE_SIGNAL, badDst0, src, 4096);
+    ccoDevStatus_t p1 = c->lsaSize > 1 ? cco_sdma_post(&c->dc, 1, 0, CCO_SDMA_OP_PUT, CCO_SDMA_FLAG_REMOTE_SIGNAL,
+                                                       badDst1, src, 4096)
                                        : ccoDevSuccess;
     CHECK(p0 == ccoDevSuccess && p1 == ccoDevSuccess,
-          "rank %d: engine error: posting the bad puts: %s, %s (the engine, not the post, finds the address)",
+          "rank %d: engine error: posting the forged puts: %s, %s (the engine, not the post, finds the address)",
           c->rank, status_name(p0), status_name(p1));
     ccoDevStatus_t qs = ccoSdmaQuietQueue(&c->dc, 0, 0, ccoCoopThread);
     double tq = mp_now() - t0;
