@@ -32,70 +32,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#define GPU_TEST_NAME "gpu_lsa"
+#include "gpu_check.cuh"
 #include "cco/cco.h"
 #include "cco/cco_device.h"
 #include "lsa_examples.h"
 
-static int g_pass, g_fail, g_rank, g_size, g_lsaRank, g_lsaSize;
-static ccoComm* g_comm;
+static int g_size, g_lsaRank, g_lsaSize;
 static cudaStream_t g_stream;
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    int ok_ = (cond) ? 1 : 0;                                               \
-    if (ok_) g_pass++;                                                      \
-    else g_fail++;                                                          \
-    FILE* f_ = ok_ ? stdout : stderr;                                       \
-    fprintf(f_, "gpu_lsa rank %d: %s ", g_rank, ok_ ? "ok  " : "FAIL");     \
-    fprintf(f_, __VA_ARGS__);                                               \
-    if (!ok_) fprintf(f_, " [%s:%d: %s]", __FILE__, __LINE__, #cond);       \
-    fprintf(f_, "\n");                                                      \
-    fflush(f_);                                                             \
-  } while (0)
-// Calls that must work: only failures are printed (and counted).
-#define OK(call)                                                                             \
-  do {                                                                                       \
-    ccoResult_t r_ = (call);                                                                 \
-    if (r_ != ccoSuccess) CHECK(0, "%s: %s (%s)", #call, ccoGetErrorString(r_), ccoGetLastError(g_comm)); \
-  } while (0)
-#define CUDA_OK(call)                                                                       \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) CHECK(0, "%s: %s", #call, cudaGetErrorString(e_));               \
-  } while (0)
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int finish(void) {
-  printf("gpu_lsa rank %d: %d passed, %d failed\n", g_rank, g_pass, g_fail);
-  fflush(stdout);
-  return g_fail ? 1 : 0;
-}
-
-// Waits for everything on g_stream. A kernel stuck past limitS is a failure:
-// the communicator is aborted so device waits return, and the rank exits.
-static void wait_stream(const char* what, double limitS) {
-  double t0 = now_s();
-  for (;;) {
-    cudaError_t e = cudaStreamQuery(g_stream);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) {
-      CHECK(0, "%s: %s", what, cudaGetErrorString(e));
-      exit(finish() | 1); // the context is gone: nothing more can run
-    }
-    if (now_s() - t0 > limitS) {
-      CHECK(0, "%s: still running after %.0f s (hung); aborting the communicator", what, limitS);
-      ccoCommAbort(g_comm);
-      cudaStreamSynchronize(g_stream);
-      exit(finish() | 1);
-    }
-    usleep(100);
-  }
-}
 
 // ------------------------------------------------------------------ helpers
 
@@ -242,7 +186,7 @@ static void test_barriers(const ccoDevComm* dc) {
       double t0 = now_s();
       barrier_kernel<<<nBlocks, threads, 0, g_stream>>>(*dc, win, coop, iters, base, maxSessions, g_counters);
       CUDA_OK(cudaGetLastError());
-      wait_stream("barrier kernel", 120);
+      wait_stream(g_stream, "barrier kernel", 120);
       double dt = now_s() - t0;
       unsigned long long errors, bad;
       read_counters(&errors, &bad);
@@ -330,17 +274,17 @@ static void test_put(const ccoDevComm* dc) {
     seed++;
     fill_words<<<132, 512, 0, g_stream>>>((uint64_t*)(base + srcOff), bytes / 8, g_lsaRank, seed);
     CUDA_OK(cudaMemsetAsync(base + dstOff, 0xEE, (size_t)g_lsaSize * bytes + guard, g_stream));
-    wait_stream("put fill", 60);
+    wait_stream(g_stream, "put fill", 60);
     OK(ccoBarrierAll(g_comm)); // every destination is cleared before anyone puts
     zero_counters();
     double t0 = now_s();
     put_kernel<<<132, 512, 0, g_stream>>>(win, srcOff, dstOff, bytes);
     CUDA_OK(cudaGetLastError());
-    wait_stream("put kernel", 60);
+    wait_stream(g_stream, "put kernel", 60);
     double dt = now_s() - t0;
     OK(ccoBarrierAll(g_comm)); // every peer's put has finished
     check_put<<<132, 512, 0, g_stream>>>(win, dstOff, bytes, seed, guard, g_counters);
-    wait_stream("put check", 60);
+    wait_stream(g_stream, "put check", 60);
     unsigned long long errors, bad;
     read_counters(&errors, &bad);
     CHECK(errors == 0, "(b) ccoExampleLsaPut %zu B to %d peers, checked after the kernels: %llu bad words "
@@ -356,7 +300,7 @@ static void test_put(const ccoDevComm* dc) {
     fill_words<<<132, 512, 0, g_stream>>>((uint64_t*)(base + srcOff), bytes / 8, g_lsaRank, seed);
     put_barrier_check<<<blocks, threads, 0, g_stream>>>(*dc, win, srcOff, dstOff, bytes, seed, g_counters);
     CUDA_OK(cudaGetLastError());
-    wait_stream("put + barrier kernel", 60);
+    wait_stream(g_stream, "put + barrier kernel", 60);
     unsigned long long errors, bad;
     read_counters(&errors, &bad);
     CHECK(errors == 0 && bad == 0,
@@ -436,7 +380,7 @@ static void test_allreduce(const ccoDevComm* dc) {
         ar_fill<<<132, 256, 0, g_stream>>>(win, inOff, count, dtype, seed);
         ar_kernel<<<nParts, threads, 0, g_stream>>>(*dc, win, inOff, outOff, count, dtype, g_counters);
         CUDA_OK(cudaGetLastError());
-        wait_stream("all-reduce kernel", 60);
+        wait_stream(g_stream, "all-reduce kernel", 60);
         unsigned long long errors, bad;
         read_counters(&errors, &bad);
         CUDA_OK(cudaMemcpy(host, (char*)local + outOff, count * (dtype == ccoExampleF32 ? 4 : 2),
@@ -492,7 +436,7 @@ static void test_allreduce(const ccoDevComm* dc) {
       ar_verify<<<132, 256, 0, g_stream>>>(win, outOff, runs[r].count, runs[r].dtype, seed, g_counters);
     }
     CUDA_OK(cudaGetLastError());
-    wait_stream("back-to-back all-reduce", 120);
+    wait_stream(g_stream, "back-to-back all-reduce", 120);
     double dt = now_s() - t0;
     unsigned long long errors, bad;
     read_counters(&errors, &bad);
@@ -563,7 +507,7 @@ static void test_timeout(const ccoDevComm* dc, ccoWindow_t win, unsigned int* dC
   unsigned long long elapsed[4];
   // Control: everybody arrives, so a generous timeout is not hit.
   launch_wait(dc, win, 3, threads, kControlBase, 10000000000ull, dCounts, dElapsed);
-  wait_stream("timeout control kernel", 60);
+  wait_stream(g_stream, "timeout control kernel", 60);
   read_wait(dCounts, dElapsed, counts, elapsed);
   for (int b = 0; b < 3; b++)
     CHECK(counts[b * 3 + ccoDevSuccess] == expected_threads(b, threads),
@@ -575,7 +519,7 @@ static void test_timeout(const ccoDevComm* dc, ccoWindow_t win, unsigned int* dC
   const uint64_t timeoutNs = 100000000ull; // 100 ms
   if (g_lsaRank != g_lsaSize - 1) {
     launch_wait(dc, win, 4, threads, kTimeoutBase, timeoutNs, dCounts, dElapsed);
-    wait_stream("timeout kernel", 60);
+    wait_stream(g_stream, "timeout kernel", 60);
     read_wait(dCounts, dElapsed, counts, elapsed);
     for (int b = 0; b < 4; b++)
       CHECK(counts[b * 3 + ccoDevTimeout] == expected_threads(b, threads) && elapsed[b] >= timeoutNs &&

@@ -45,72 +45,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#define GPU_TEST_NAME "gpu_sdma"
+#include "gpu_check.cuh"
 #include "cco/cco.h"
 #include "cco/cco_device.h"
 
-static int g_pass, g_fail, g_rank, g_size, g_lsaRank, g_lsaSize;
-static ccoComm* g_comm;
+static int g_size, g_lsaRank, g_lsaSize;
 static cudaStream_t g_stream, g_stream2;
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    int ok_ = (cond) ? 1 : 0;                                               \
-    if (ok_) g_pass++;                                                      \
-    else g_fail++;                                                          \
-    FILE* f_ = ok_ ? stdout : stderr;                                       \
-    fprintf(f_, "gpu_sdma rank %d: %s ", g_rank, ok_ ? "ok  " : "FAIL");    \
-    fprintf(f_, __VA_ARGS__);                                               \
-    if (!ok_) fprintf(f_, " [%s:%d: %s]", __FILE__, __LINE__, #cond);       \
-    fprintf(f_, "\n");                                                      \
-    fflush(f_);                                                             \
-  } while (0)
-// Calls that must work: only failures are printed (and counted).
-#define OK(call)                                                                                           \
-  do {                                                                                                     \
-    ccoResult_t r_ = (call);                                                                               \
-    if (r_ != ccoSuccess) CHECK(0, "%s: %s (%s)", #call, ccoGetErrorString(r_), ccoGetLastError(g_comm)); \
-  } while (0)
-#define CUDA_OK(call)                                                         \
-  do {                                                                        \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) CHECK(0, "%s: %s", #call, cudaGetErrorString(e_)); \
-  } while (0)
 
 static const uint64_t kWaitNs = 20ull * 1000000000ull; // device waits: a lost signal fails, not hangs
 static const char* kScope[3] = {"thread", "warp", "block"};
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int finish(void) {
-  printf("gpu_sdma rank %d: %d passed, %d failed\n", g_rank, g_pass, g_fail);
-  fflush(stdout);
-  return g_fail ? 1 : 0;
-}
-
-// Waits for everything on a stream. A kernel stuck past limitS is a failure:
-// the communicator is aborted so device waits return, and the rank exits.
-static void wait_stream(cudaStream_t s, const char* what, double limitS) {
-  double t0 = now_s();
-  for (;;) {
-    cudaError_t e = cudaStreamQuery(s);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) {
-      CHECK(0, "%s: %s", what, cudaGetErrorString(e));
-      exit(finish() | 1); // the context is gone: nothing more can run
-    }
-    if (now_s() - t0 > limitS) {
-      CHECK(0, "%s: still running after %.0f s (hung); aborting the communicator", what, limitS);
-      ccoCommAbort(g_comm);
-      cudaDeviceSynchronize();
-      exit(finish() | 1);
-    }
-    usleep(50);
-  }
-}
 
 static void barrier(void) { OK(ccoBarrierAll(g_comm)); }
 
