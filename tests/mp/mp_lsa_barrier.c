@@ -236,36 +236,23 @@ static void run_rank(rank_ctx* c) {
 
 /* ---------------------------------------------------------- ranks as threads */
 
-typedef struct {
-  ccoUniqueId id;
-  int nRanks, rank;
-  rank_ctx ctx;
-} thread_rank;
-
-static void* thread_rank_main(void* arg) {
-  thread_rank* t = arg;
-  memset(&t->ctx, 0, sizeof(t->ctx));
-  ccoResult_t res = ccoCommCreate(t->id, t->nRanks, t->rank, 0, &t->ctx.comm);
-  CHECK(res == ccoSuccess, "thread rank %d: create: %s", t->rank, ccoGetLastError(NULL));
-  if (res == ccoSuccess) run_rank(&t->ctx);
-  return NULL;
+/* rank_ctx is large: on the heap, not the thread's stack. */
+static void thread_rank_body(ccoComm* comm, int rank, int nRanks) {
+  (void)rank, (void)nRanks;
+  rank_ctx* c = (rank_ctx*)calloc(1, sizeof(*c));
+  CHECK(c != NULL, "thread rank %d: no memory for its context", rank);
+  if (!c) {
+    ccoCommDestroy(comm);
+    return;
+  }
+  c->comm = comm;
+  run_rank(c);
+  free(c);
 }
 
 static void run_thread_ranks(int nRanks) {
-  ccoUniqueId id;
-  if (!MP_OK(ccoGetUniqueId(&id))) {
-    CHECK(0, "ccoGetUniqueId: %s", ccoGetLastError(NULL));
-    return;
-  }
-  thread_rank ts[MAX_RANKS];
-  pthread_t th[MAX_RANKS];
-  for (int r = 0; r < nRanks; r++) {
-    ts[r].id = id;
-    ts[r].nRanks = nRanks;
-    ts[r].rank = r;
-    pthread_create(&th[r], NULL, thread_rank_main, &ts[r]);
-  }
-  for (int r = 0; r < nRanks; r++) pthread_join(th[r], NULL);
+  int failed = mp_run_thread_ranks(nRanks, thread_rank_body);
+  CHECK(failed == 0, "%d of %d thread ranks could not create their communicator", failed, nRanks);
 }
 
 /* ------------------------------------------------------ abort wakes a wait */
@@ -297,6 +284,13 @@ static int wait_finished(blocked_wait* w, double limit) {
   while (!atomic_load(&w->finished) && mp_now() < end) mp_sleep(0.001);
   return atomic_load(&w->finished);
 }
+
+/* The abort test keeps its two thread-ranks' contexts after setup. */
+typedef struct {
+  ccoUniqueId id;
+  int nRanks, rank;
+  rank_ctx ctx;
+} thread_rank;
 
 static void* setup_thread(void* arg) {
   thread_rank* t = arg;

@@ -7,6 +7,7 @@
 #define CCO_TESTS_MP_UTIL_H_
 
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,5 +104,56 @@ static inline int mp_count_fds(void) { return mp_count_dir("/proc/self/fd") - 1;
 static inline int mp_count_threads(void) { return mp_count_dir("/proc/self/task"); }
 
 #define MP_OK(call) ((call) == ccoSuccess)
+
+/* Ranks as threads of this process: fn runs once per rank in a thread of
+ * its own, with a communicator of one fresh id created for it (fn owns it).
+ * Returns how many ranks could not create theirs (each failure printed), or
+ * -1 when no id could be minted. */
+typedef void (*mp_thread_rank_fn)(ccoComm* comm, int rank, int nRanks);
+
+typedef struct {
+  ccoUniqueId id;
+  int rank, nRanks, failed;
+  mp_thread_rank_fn fn;
+} mp_thread_rank_;
+
+static inline void* mp_thread_rank_main_(void* arg) {
+  mp_thread_rank_* t = (mp_thread_rank_*)arg;
+  ccoComm* comm = NULL;
+  if (ccoCommCreate(t->id, t->nRanks, t->rank, 0, &comm) != ccoSuccess) {
+    fprintf(stderr, "thread rank %d: create: %s\n", t->rank, ccoGetLastError(NULL));
+    t->failed = 1;
+    return NULL;
+  }
+  t->fn(comm, t->rank, t->nRanks);
+  return NULL;
+}
+
+static inline int mp_run_thread_ranks(int nRanks, mp_thread_rank_fn fn) {
+  ccoUniqueId id;
+  if (ccoGetUniqueId(&id) != ccoSuccess) {
+    fprintf(stderr, "ccoGetUniqueId: %s\n", ccoGetLastError(NULL));
+    return -1;
+  }
+  mp_thread_rank_* ts = (mp_thread_rank_*)calloc((size_t)nRanks, sizeof(*ts));
+  pthread_t* th = (pthread_t*)calloc((size_t)nRanks, sizeof(*th));
+  if (!ts || !th) {
+    free(ts);
+    free(th);
+    return nRanks;
+  }
+  for (int r = 0; r < nRanks; r++) {
+    ts[r] = (mp_thread_rank_){id, r, nRanks, 0, fn};
+    pthread_create(&th[r], NULL, mp_thread_rank_main_, &ts[r]);
+  }
+  int failed = 0;
+  for (int r = 0; r < nRanks; r++) {
+    pthread_join(th[r], NULL);
+    failed += ts[r].failed;
+  }
+  free(ts);
+  free(th);
+  return failed;
+}
 
 #endif /* CCO_TESTS_MP_UTIL_H_ */
