@@ -1,13 +1,20 @@
 // SDMA benchmarks, two ranks on one GPU under MPS (ccorun -n 2 cco-bench-sdma):
 //
-// 1. sdma_put_bw: rank 0's kernel posts 8 puts of S bytes to rank 1 on one
+// 1. sdma_put_bw: rank 0's kernel posts N puts of S bytes to rank 1 on one
 //    queue and waits for them (ccoSdmaQuietQueue), next to cudaMemcpyAsync
-//    of the same 8 x S into the same peer window from the host, same run.
+//    of the same N x S into the same peer window from the host, same run.
+//    N = 8, and N = a stream deep enough to move 512 MiB (at most 256, the
+//    ring depth): the first shows the fixed cost, the second the rate.
 // 2. sdma_latency: ping-pong of 1 KiB signalled puts between the two ranks'
 //    kernels; half a round trip is one put until its signal is seen. Next
 //    to the naive floor measured in the same run: a kernel writes a request
 //    to host-mapped memory, a host thread sees it, calls cudaMemcpyAsync
 //    (1 KiB) and cuStreamWriteValue32 of a flag, the kernel sees the flag.
+// 3. sdma_issue_interval: one thread posts 4096 1 KiB puts on one queue
+//    without signals and then waits for them; time per put.
+// 4. sdma_overlap: a compute-bound kernel (FMA chains, one block per SM)
+//    alone, then while SDMA moves 1 GiB into the peer's window, then while
+//    an SM copy kernel (the LSA path) moves the same 1 GiB: slowdowns.
 #include <cuda.h>
 #include <pthread.h>
 
@@ -35,6 +42,28 @@ __global__ void ping_pong(ccoDevComm dc, ccoWindow_t win, int peer, int first, i
   }
   *status = bad;
 }
+
+__global__ void issue_stream(ccoDevComm dc, ccoWindow_t win, int peer, int count, size_t dstOff, int* status) {
+  int bad = 0;
+  for (int i = 0; i < count; i++)
+    bad |= ccoSdmaPut(&dc, peer, win, dstOff + (size_t)(i % 64) * 1024, win, 0, 1024, 0, ccoSdmaSignalNone,
+                      ccoCoopThread) != ccoDevSuccess;
+  bad |= ccoSdmaQuietQueue(&dc, peer, 0, ccoCoopThread) != ccoDevSuccess;
+  *status = bad;
+}
+
+// FMA chains with no memory traffic: the SMs' work the copies should not slow.
+__global__ void compute_kernel(float* out, int iters) {
+  float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 0.9999f, d = blockIdx.x * 1e-3f;
+  for (int i = 0; i < iters; i++) {
+    a = fmaf(a, b, c);
+    d = fmaf(d, c, b);
+    b = fmaf(b, a, -d) * 1e-6f + 1.0001f;
+  }
+  if (a + d == 12345.f) out[0] = b;
+}
+
+__global__ void sm_copy_kernel(uint4* dst, const uint4* src, size_t n) { bench_copy_u4(dst, src, n); }
 
 // Naive floor: the kernel asks the host (request word in host-mapped
 // memory), the host copies and writes a flag on a stream, the kernel waits.
@@ -96,6 +125,11 @@ static double naive_floor_us(void* dst, const void* src, int iters) {
 
 int main(void) {
   setenv("CCO_PLATFORM", "cuda", 1);
+  // Kernels here wait for work of kernels launched after them. With lazy
+  // module loading (CUDA's default) the first launch of a kernel loads it,
+  // and loading waits for the running kernels: the waiter would starve the
+  // launch it waits for. Load every kernel at start instead.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   CUDA_OK(cudaSetDevice(0));
   CUDA_OK(cudaFree(0));
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
@@ -131,28 +165,91 @@ int main(void) {
     void* peerDst = NULL;
     CCO_OK(ccoGetPeerPtr(comm, (char*)local + maxBytes, 1, &peerDst));
     for (size_t bytes = 1024; bytes <= maxBytes; bytes *= 4) {
-      const int count = 8, trials = 5;
-      double sdma[trials], ref[trials];
+      size_t deep = (512u << 20) / bytes;
+      int counts[2] = {8, (int)(deep < 8 ? 8 : deep > 256 ? 256 : deep)};
+      for (int c = 0; c < 2; c++) {
+        const int count = counts[c], trials = 5;
+        if (c == 1 && count == counts[0]) break;
+        double sdma[trials], ref[trials];
+        for (int t = 0; t < trials; t++) {
+          int host = 1;
+          cudaEventRecord(e0, st);
+          put_burst<<<1, 1, 0, st>>>(dc, win, 1, bytes, count, maxBytes, status);
+          cudaEventRecord(e1, st);
+          CUDA_OK(cudaEventSynchronize(e1));
+          CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
+          sdma[t] = host ? 1e30 : bench_elapsed_ms(e0, e1);
+          cudaEventRecord(e0, st);
+          for (int i = 0; i < count; i++) cudaMemcpyAsync(peerDst, local, bytes, cudaMemcpyDeviceToDevice, st);
+          cudaEventRecord(e1, st);
+          CUDA_OK(cudaEventSynchronize(e1));
+          ref[t] = bench_elapsed_ms(e0, e1);
+        }
+        double sMs = bench_median(sdma, trials), rMs = bench_median(ref, trials);
+        double sGB = (double)bytes * count / (sMs * 1e-3) / 1e9, rGB = (double)bytes * count / (rMs * 1e-3) / 1e9;
+        printf("{\"bench\":\"sdma_put_bw\",\"bytes\":%zu,\"puts_in_flight\":%d,\"sdma_GBps\":%.2f,"
+               "\"ref_cudaMemcpyAsync_GBps\":%.2f,\"ratio\":%.3f}\n",
+               bytes, count, sGB, rGB, sGB / rGB);
+        fflush(stdout);
+      }
+    }
+    // 3. issue interval.
+    {
+      const int count = 4096, trials = 5;
+      double ms[trials];
+      int host = 0, bad = 0;
       for (int t = 0; t < trials; t++) {
-        int host = 1;
         cudaEventRecord(e0, st);
-        put_burst<<<1, 1, 0, st>>>(dc, win, 1, bytes, count, maxBytes, status);
+        issue_stream<<<1, 1, 0, st>>>(dc, win, 1, count, maxBytes, status);
         cudaEventRecord(e1, st);
         CUDA_OK(cudaEventSynchronize(e1));
         CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
-        sdma[t] = host ? 1e30 : bench_elapsed_ms(e0, e1);
-        cudaEventRecord(e0, st);
-        for (int i = 0; i < count; i++) cudaMemcpyAsync(peerDst, local, bytes, cudaMemcpyDeviceToDevice, st);
-        cudaEventRecord(e1, st);
-        CUDA_OK(cudaEventSynchronize(e1));
-        ref[t] = bench_elapsed_ms(e0, e1);
+        bad |= host;
+        ms[t] = bench_elapsed_ms(e0, e1);
       }
-      double sMs = bench_median(sdma, trials), rMs = bench_median(ref, trials);
-      double sGB = (double)bytes * count / (sMs * 1e-3) / 1e9, rGB = (double)bytes * count / (rMs * 1e-3) / 1e9;
-      printf("{\"bench\":\"sdma_put_bw\",\"bytes\":%zu,\"puts_in_flight\":%d,\"sdma_GBps\":%.2f,"
-             "\"ref_cudaMemcpyAsync_GBps\":%.2f,\"ratio\":%.3f}\n",
-             bytes, count, sGB, rGB, sGB / rGB);
+      printf("{\"bench\":\"sdma_issue_interval\",\"bytes\":1024,\"puts\":%d,\"us_per_put\":%.3f,"
+             "\"bad_status\":%d}\n",
+             count, bench_median(ms, trials) * 1e3 / count, bad);
       fflush(stdout);
+    }
+    // 4. overlap.
+    {
+      int sms = 0;
+      CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+      float* sink;
+      CUDA_OK(cudaMalloc(&sink, 64));
+      cudaStream_t side;
+      CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+      cudaEvent_t c0, c1;
+      cudaEventCreate(&c0);
+      cudaEventCreate(&c1);
+      const int iters = 400000;
+      double t[3][5];
+      int bad = 0;
+      for (int trial = 0; trial < 5; trial++)
+        for (int mode = 0; mode < 3; mode++) {
+          cudaEventRecord(c0, st);
+          compute_kernel<<<sms, 256, 0, st>>>(sink, iters);
+          cudaEventRecord(c1, st);
+          if (mode == 1) put_burst<<<1, 1, 0, side>>>(dc, win, 1, 16u << 20, 64, maxBytes, status);
+          if (mode == 2)
+            sm_copy_kernel<<<sms, 1024, 0, side>>>((uint4*)peerDst, (const uint4*)local, maxBytes / sizeof(uint4));
+          CUDA_OK(cudaEventSynchronize(c1));
+          CUDA_OK(cudaStreamSynchronize(side));
+          if (mode == 1) {
+            int host = 0;
+            CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
+            bad |= host;
+          }
+          t[mode][trial] = bench_elapsed_ms(c0, c1);
+        }
+      double alone = bench_median(t[0], 5), withSdma = bench_median(t[1], 5), withLsa = bench_median(t[2], 5);
+      printf("{\"bench\":\"sdma_overlap\",\"compute_alone_ms\":%.3f,\"with_sdma_1GiB_ms\":%.3f,"
+             "\"with_lsa_copy_1GiB_ms\":%.3f,\"sdma_slowdown\":%.3f,\"lsa_slowdown\":%.3f,\"bad_status\":%d}\n",
+             alone, withSdma, withLsa, withSdma / alone, withLsa / alone, bad);
+      fflush(stdout);
+      cudaStreamDestroy(side);
+      cudaFree(sink);
     }
   }
   CCO_OK(ccoBarrierAll(comm));

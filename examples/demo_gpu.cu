@@ -1,6 +1,7 @@
 // GPU part of the demo: one kernel writes this rank's pattern into every
 // LSA peer's window through the flat VA.
 #include <cuda_runtime.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -71,9 +72,18 @@ __global__ void sdma_kernel(ccoDevComm dc, ccoWindow_t win, size_t bytes, unsign
 extern "C" int cco_demo_gpu_sdma(const struct ccoDevComm* dc, void* win, size_t bytes, unsigned long long round) {
   int* status = nullptr;
   int host = 1;
+  cudaStream_t stream;
   if (cudaMalloc(&status, sizeof(int)) != cudaSuccess) return -1;
-  sdma_kernel<<<1, 1>>>(*dc, (ccoWindow_t)win, bytes, round, status);
-  cudaError_t e = cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost);
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return -1;
+  // A stream of its own, and a wait that leaves the host thread out of the
+  // driver: the kernel spins until the engine thread's copies land, and
+  // those need the engine thread's driver calls to go through meanwhile.
+  sdma_kernel<<<1, 1, 0, stream>>>(*dc, (ccoWindow_t)win, bytes, round, status);
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess)
+    while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady) usleep(100);
+  if (e == cudaSuccess) e = cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost);
+  cudaStreamDestroy(stream);
   cudaFree(status);
   if (e != cudaSuccess) fprintf(stderr, "cco-demo: sdma kernel: %s\n", cudaGetErrorString(e));
   return e == cudaSuccess && host == 0 ? 0 : -1;

@@ -327,10 +327,19 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_sdma_post(const ccoDevComm* dc, int peer, u
   if (st != ccoDevSuccess) return st;
   const ccoSdmaQueueDev* q = cco_sdma_queue(dc, peer, queue);
   uint64_t ticket = cco_atomic_add_release_u64((uint64_t*)(uintptr_t)q->tail, 1);
-  const uint64_t* head = (const uint64_t*)(uintptr_t)q->head;
-  for (uint32_t spins = 0; ticket - cco_ld_acquire_u64(head) >= CCO_SDMA_DEPTH; spins++) {
-    if ((spins & 255) == 255 && ccoDevCommAborted(dc)) return ccoDevAborted;
-    cco_spin_pause(spins);
+  /* Credits: the engine's head lives in host memory, a bus round trip away;
+   * producers share a copy in device memory and read the host word only
+   * when that copy says the ring is full. A stale (lower) copy only costs
+   * an extra host read. */
+  uint64_t* cached = (uint64_t*)(uintptr_t)(q->tail + CCO_SDMA_CACHED_HEAD_OFFSET);
+  if (ticket - cco_ld_acquire_u64(cached) >= CCO_SDMA_DEPTH) {
+    const uint64_t* head = (const uint64_t*)(uintptr_t)q->head;
+    uint64_t h;
+    for (uint32_t spins = 0; ticket - (h = cco_ld_acquire_u64(head)) >= CCO_SDMA_DEPTH; spins++) {
+      if ((spins & 255) == 255 && ccoDevCommAborted(dc)) return ccoDevAborted;
+      cco_spin_pause(spins);
+    }
+    cco_st_release_u64(cached, h);
   }
   ccoSdmaSlot* slot = &((ccoSdmaSlot*)(uintptr_t)q->slots)[ticket & (CCO_SDMA_DEPTH - 1)];
   slot->dst = dst;

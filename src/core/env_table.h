@@ -39,6 +39,9 @@
     "1 binds to all GPU-local CPUs instead of this GPU's own slice of them")                \
   X(CCO_ENABLE_SDMA, "MORI_ENABLE_SDMA", BOOL, "1", SDMA, NULL,                              \
     "0 turns the SDMA (copy-engine) transport off: every SDMA call then fails with a status")  \
+  X(CCO_SDMA_STREAMS, NULL, INT, "2", SDMA, NULL,                                           \
+    "streams (1..8) the SDMA engine spreads its rings over; each takes one of the GPU's "   \
+    "hardware queues (CUDA_DEVICE_MAX_CONNECTIONS)")                                        \
   X(CCO_UNIQUE_ID, NULL, STR, "", INIT, NULL,                                               \
     "unique id in hex text, set by ccorun; read by ccoCommCreateFromEnv")                   \
   X(CCO_NRANKS, NULL, INT, "-1", INIT, NULL,                                                \
@@ -46,6 +49,21 @@
   X(CCO_RANK, NULL, INT, "-1", INIT, NULL,                                                  \
     "rank of this process, set by ccorun; read by ccoCommCreateFromEnv")                    \
   X(CCO_LOCAL_RANK, NULL, INT, "-1", INIT, NULL,                                            \
-    "rank among the ranks ccorun started on this host, set by ccorun")
+    "rank among the ranks ccorun started on this host, set by ccorun")                      \
+  X(CCO_NET_PROVIDER, NULL, STR, "tcp;ofi_rxm", NET, NULL,                                  \
+    "libfabric provider of the network engine (FI_EP_RDM): tcp;ofi_rxm, verbs;ofi_rxm, "   \
+    "efa, ...")                                                                             \
+  X(CCO_NET_DEVICES, "MORI_RDMA_DEVICES", STR, "", NET, NULL,                               \
+    "comma list of libfabric domain names the network engine may use (e.g. mlx5_0,eth0); " \
+    "empty accepts the provider's first")                                                   \
+  X(CCO_NET_TC, "MORI_RDMA_TC", INT, "-1", NET, NULL,                                       \
+    "traffic class of the network engine: 0-63 is a DSCP value, 256 and up a libfabric "   \
+    "FI_TC_* value; -1 keeps the provider default")                                         \
+  X(CCO_NET_SL, "MORI_RDMA_SL", INT, "-1", NET, NULL,                                       \
+    "IB service level; libfabric 1.17 has no field for it, so it is ignored with a "       \
+    "warning; -1 keeps the default")                                                        \
+  X(CCO_NET_MAX_MSG, NULL, INT, "0", NET, NULL,                                             \
+    "largest single network write/read in bytes (callers split larger transfers); 0 "      \
+    "uses the provider's limit")
 
 #endif /* CCO_CORE_ENV_TABLE_H_ */

@@ -81,9 +81,17 @@ typedef struct {
   ccoResult_t (*stream_create)(cco_platform* p, void** stream);
   ccoResult_t (*stream_destroy)(cco_platform* p, void* stream);
   ccoResult_t (*copy_async)(cco_platform* p, void* stream, uint64_t dst, uint64_t src, size_t bytes);
+  /* n copies in one driver call where the driver has one (the copies of a
+   * batch may run in any order among themselves; the batch as a whole is in
+   * stream order). Zero-byte entries are not allowed. */
+  ccoResult_t (*copy_batch_async)(cco_platform* p, void* stream, size_t n, uint64_t* dsts,
+                                  uint64_t* srcs, size_t* sizes);
   /* Stores value at addr once the stream's earlier work is done and
    * visible (a release, system wide). */
   ccoResult_t (*write_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value);
+  /* n such stores in one driver call where the driver has one. */
+  ccoResult_t (*write_values_async)(cco_platform* p, void* stream, unsigned n, const uint64_t* addrs,
+                                    const uint64_t* values);
   /* The stream waits until *addr >= value (64-bit, wrapping compare). The
    * host platform waits on the calling thread up to timeoutSeconds. */
   ccoResult_t (*wait_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value,

@@ -1009,6 +1009,11 @@ int main(int argc, char** argv) {
   }
   if (noSdma) setenv("CCO_ENABLE_SDMA", "0", 1);
   setenv("CCO_PLATFORM", "cuda", 1);
+  // Kernels here wait for work of kernels launched after them. With lazy
+  // module loading (CUDA's default) the first launch of a kernel loads it,
+  // and loading waits for the running kernels: the waiter would starve the
+  // launch it waits for. Load every kernel at start instead.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   CUDA_OK(cudaSetDevice(0));
   CUDA_OK(cudaFree(0)); // make the primary context current
   if (ccoCommCreateFromEnv(0, &g_comm) != ccoSuccess) {

@@ -84,6 +84,20 @@ CHECK_FIELD(cco_cu_mem_access_desc, CUmemAccessDesc, location.type);
 CHECK_FIELD(cco_cu_mem_access_desc, CUmemAccessDesc, location.id);
 CHECK_FIELD(cco_cu_mem_access_desc, CUmemAccessDesc, flags);
 
+CHECK_SCALAR(cco_cu_batch_mem_op, CUstreamBatchMemOpParams);
+CHECK_FIELD(cco_cu_batch_mem_op, CUstreamBatchMemOpParams, operation);
+CHECK_FIELD(cco_cu_batch_mem_op, CUstreamBatchMemOpParams, writeValue.operation);
+CHECK_FIELD(cco_cu_batch_mem_op, CUstreamBatchMemOpParams, writeValue.address);
+CHECK_FIELD(cco_cu_batch_mem_op, CUstreamBatchMemOpParams, writeValue.value64);
+CHECK_FIELD(cco_cu_batch_mem_op, CUstreamBatchMemOpParams, writeValue.flags);
+CHECK_FIELD(cco_cu_batch_mem_op, CUstreamBatchMemOpParams, writeValue.alias);
+
+CHECK_SCALAR(cco_cu_memcpy_attributes, CUmemcpyAttributes);
+CHECK_FIELD(cco_cu_memcpy_attributes, CUmemcpyAttributes, srcAccessOrder);
+CHECK_FIELD(cco_cu_memcpy_attributes, CUmemcpyAttributes, srcLocHint);
+CHECK_FIELD(cco_cu_memcpy_attributes, CUmemcpyAttributes, dstLocHint);
+CHECK_FIELD(cco_cu_memcpy_attributes, CUmemcpyAttributes, flags);
+
 /* ---- constants */
 CHECK_CONST(CCO_CU_SUCCESS, CUDA_SUCCESS);
 CHECK_CONST(CCO_CU_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
@@ -107,6 +121,8 @@ CHECK_CONST(CCO_CU_STREAM_WAIT_VALUE_GEQ, CU_STREAM_WAIT_VALUE_GEQ);
 CHECK_CONST(CCO_CU_STREAM_WRITE_VALUE_DEFAULT, CU_STREAM_WRITE_VALUE_DEFAULT);
 CHECK_CONST(CCO_CU_GET_PROC_ADDRESS_LEGACY_STREAM, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
 CHECK_CONST(CCO_CU_GET_PROC_ADDRESS_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS);
+CHECK_CONST(CCO_CU_STREAM_MEM_OP_WRITE_VALUE_64, CU_STREAM_MEM_OP_WRITE_VALUE_64);
+CHECK_CONST(CCO_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
 _Static_assert(CCO_CU_ABI_VERSION >= 12000 && CCO_CU_ABI_VERSION <= CUDA_VERSION,
                "the ABI version must be one this toolkit describes");
 
@@ -178,6 +194,15 @@ CHECK_STRUCT_ENTRY(memGetAllocationPropertiesFromHandle, PFN_cuMemGetAllocationP
                    CUresult (*)(CUmemAllocationProp*, CUmemGenericAllocationHandle),
                    CUresult (*)(cco_cu_mem_alloc_prop*, CUmemGenericAllocationHandle));
 
+CHECK_STRUCT_ENTRY(streamBatchMemOp, PFN_cuStreamBatchMemOp_v11070,
+                   CUresult (*)(CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int),
+                   CUresult (*)(CUstream, unsigned int, cco_cu_batch_mem_op*, unsigned int));
+CHECK_STRUCT_ENTRY(memcpyBatchAsync, PFN_cuMemcpyBatchAsync_v13000,
+                   CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*,
+                                size_t*, size_t, CUstream),
+                   CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, cco_cu_memcpy_attributes*,
+                                size_t*, size_t, CUstream));
+
 /* The versioned symbols cuda_probe.c falls back to with dlsym exist under
  * these names with these types (cuda.h maps the base names onto them). */
 #define CHECK_SYMBOL(member, symbol)                                       \
@@ -192,6 +217,9 @@ CHECK_SYMBOL(memcpyHtoD, cuMemcpyHtoD_v2);
 CHECK_SYMBOL(memcpyDtoH, cuMemcpyDtoH_v2);
 CHECK_SYMBOL(memcpyHtoDAsync, cuMemcpyHtoDAsync_v2);
 CHECK_SYMBOL(ctxGetDevice, cuCtxGetDevice);
+/* (mirrored structs: the symbol against the PFN the member was checked with) */
+_Static_assert(SAME_TYPE(__typeof__(&cuStreamBatchMemOp_v2), PFN_cuStreamBatchMemOp_v11070), "cuStreamBatchMemOp_v2");
+_Static_assert(SAME_TYPE(__typeof__(&cuMemcpyBatchAsync_v2), PFN_cuMemcpyBatchAsync_v13000), "cuMemcpyBatchAsync_v2");
 
 TEST(abi) {
   /* Everything above is checked at compile time; compiling is passing. */

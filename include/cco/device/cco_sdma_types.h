@@ -10,7 +10,8 @@
  *   can never look valid with an old descriptor);
  * - `head` (host memory mapped for the device) is how far the engine has
  *   read: a producer whose ticket is depth ahead of it waits (credits,
- *   returned in batches);
+ *   returned in batches); producers keep a copy of it in device memory,
+ *   next to `tail`, and read the host word only when the copy says full;
  * - `completed` (device memory) counts finished operations; the engine
  *   advances it with a stream write after the copy, so it never overtakes
  *   its data.
@@ -22,6 +23,8 @@
 
 #define CCO_SDMA_MAX_QUEUES 8
 #define CCO_SDMA_DEPTH 256 /* slots per ring, a power of two */
+/* Offset from `tail` of the producers' cached copy of `head` (same line). */
+#define CCO_SDMA_CACHED_HEAD_OFFSET 8
 
 typedef enum {
   CCO_SDMA_OP_PUT = 1,

@@ -64,6 +64,27 @@ typedef struct {
   unsigned int flags; /* CUmemAccess_flags */
 } cco_cu_mem_access_desc;
 
+/* CUstreamBatchMemOpParams, its writeValue member (the only one used). */
+typedef union {
+  unsigned int operation; /* CUstreamBatchMemOpType */
+  struct {
+    unsigned int operation;
+    cco_cu_deviceptr address;
+    uint64_t value64;
+    unsigned int flags; /* CUstreamWriteValue_flags */
+    cco_cu_deviceptr alias;
+  } writeValue;
+  uint64_t pad[6];
+} cco_cu_batch_mem_op;
+
+/* CUmemcpyAttributes */
+typedef struct {
+  unsigned int srcAccessOrder; /* CUmemcpySrcAccessOrder */
+  cco_cu_mem_location srcLocHint;
+  cco_cu_mem_location dstLocHint;
+  unsigned int flags; /* CUmemcpyFlags */
+} cco_cu_memcpy_attributes;
+
 /* ------------------------------------------------------------ constants */
 
 enum {
@@ -86,6 +107,8 @@ enum {
   CCO_CU_MEMHOSTALLOC_DEVICEMAP = 0x02,
   CCO_CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1,
   CCO_CU_GET_PROC_ADDRESS_SUCCESS = 0,
+  CCO_CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,
+  CCO_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1,
 };
 
 /* The CUDA version whose ABI the entry points below are declared with.
@@ -169,6 +192,15 @@ typedef struct {
   cco_cu_result (*memRetainAllocationHandle)(cco_cu_mem_handle* handle, void* addr);
   cco_cu_result (*memGetAllocationPropertiesFromHandle)(cco_cu_mem_alloc_prop* prop,
                                                         cco_cu_mem_handle handle);
+
+  /* Optional: NULL on drivers without them (callers fall back to one call
+   * per operation). */
+  cco_cu_result (*streamBatchMemOp)(cco_cu_stream stream, unsigned int count,
+                                    cco_cu_batch_mem_op* params, unsigned int flags); /* _v2 */
+  cco_cu_result (*memcpyBatchAsync)(cco_cu_deviceptr* dsts, cco_cu_deviceptr* srcs, size_t* sizes,
+                                    size_t count, cco_cu_memcpy_attributes* attrs,
+                                    size_t* attrsIdxs, size_t numAttrs,
+                                    cco_cu_stream stream); /* the CUDA 13.0 form (_v2) */
 } cco_cu_api;
 
 /* The loaded driver (loading it once per process, like cco_cuda_probe), or

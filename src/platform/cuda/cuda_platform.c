@@ -501,6 +501,58 @@ static ccoResult_t cuda_write_value_async(cco_platform* p, void* stream, uint64_
   return ccoSuccess;
 }
 
+/* cuMemcpyBatchAsync costs about as much host time as one cuMemcpyAsync,
+ * whatever the count: the lever for streams of small copies. */
+static ccoResult_t cuda_copy_batch_async(cco_platform* p, void* stream, size_t n, uint64_t* dsts,
+                                         uint64_t* srcs, size_t* sizes) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("copy_batch_async");
+  if (n == 1 || !s->cu->memcpyBatchAsync) {
+    for (size_t i = 0; i < n; i++) CCO_CHECK(cuda_copy_async(p, stream, dsts[i], srcs[i], sizes[i]));
+    return ccoSuccess;
+  }
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_memcpy_attributes attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.srcAccessOrder = CCO_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  size_t attrIdx = 0;
+  /* uint64_t and CUdeviceptr have one size and representation. */
+  cco_cu_result r = s->cu->memcpyBatchAsync((cco_cu_deviceptr*)dsts, (cco_cu_deviceptr*)srcs, sizes, n, &attr,
+                                            &attrIdx, 1, (cco_cu_stream)stream);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuMemcpyBatchAsync(%zu copies, first %#llx <- %#llx, %zu bytes)", n,
+                   (unsigned long long)dsts[0], (unsigned long long)srcs[0], sizes[0]);
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_write_values_async(cco_platform* p, void* stream, unsigned n, const uint64_t* addrs,
+                                           const uint64_t* values) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("write_values_async");
+  enum { kMaxOps = 8 };
+  if (n == 1 || n > kMaxOps || !s->cu->streamBatchMemOp) {
+    for (unsigned i = 0; i < n; i++) CCO_CHECK(cuda_write_value_async(p, stream, addrs[i], values[i]));
+    return ccoSuccess;
+  }
+  cco_cu_batch_mem_op ops[kMaxOps];
+  memset(ops, 0, sizeof(ops));
+  for (unsigned i = 0; i < n; i++) {
+    ops[i].writeValue.operation = CCO_CU_STREAM_MEM_OP_WRITE_VALUE_64;
+    ops[i].writeValue.address = addrs[i];
+    ops[i].writeValue.value64 = values[i];
+    ops[i].writeValue.flags = CCO_CU_STREAM_WRITE_VALUE_DEFAULT; /* keeps the fence */
+  }
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->streamBatchMemOp((cco_cu_stream)stream, n, ops, 0);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuStreamBatchMemOp(%u writes, first %#llx)", n, (unsigned long long)addrs[0]);
+  return ccoSuccess;
+}
+
 static ccoResult_t cuda_wait_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
                                          double timeoutSeconds) {
   (void)timeoutSeconds; /* the stream waits, not the caller */
@@ -556,7 +608,9 @@ static const cco_platform_ops cuda_ops = {
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,
     .copy_async = cuda_copy_async,
+    .copy_batch_async = cuda_copy_batch_async,
     .write_value_async = cuda_write_value_async,
+    .write_values_async = cuda_write_values_async,
     .wait_value_async = cuda_wait_value_async,
     .peer_access = cuda_peer_access,
 };

@@ -28,10 +28,16 @@ typedef struct {
   const char* name;
   const char* symbol;
   bool probe;
+  int version;   /* the ABI variant to ask cuGetProcAddress for */
+  bool optional; /* a missing one leaves NULL in the table, nothing more */
 } cu_entry;
 
 #define CU_ENTRY(member, base, sym, forProbe) \
-  { offsetof(cco_cu_api, member), base, sym, forProbe }
+  { offsetof(cco_cu_api, member), base, sym, forProbe, CCO_CU_ABI_VERSION, false }
+/* Newer entry points, each asked for at the version whose signature the
+ * table declares. */
+#define CU_OPTIONAL(member, base, sym, ver) \
+  { offsetof(cco_cu_api, member), base, sym, false, ver, true }
 
 static const cu_entry k_entries[] = {
     CU_ENTRY(getErrorName, "cuGetErrorName", "cuGetErrorName", false),
@@ -81,6 +87,8 @@ static const cu_entry k_entries[] = {
              "cuMemRetainAllocationHandle", false),
     CU_ENTRY(memGetAllocationPropertiesFromHandle, "cuMemGetAllocationPropertiesFromHandle",
              "cuMemGetAllocationPropertiesFromHandle", false),
+    CU_OPTIONAL(streamBatchMemOp, "cuStreamBatchMemOp", "cuStreamBatchMemOp_v2", CCO_CU_ABI_VERSION),
+    CU_OPTIONAL(memcpyBatchAsync, "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2", 13000),
 };
 
 static void* sym(const char* name) { return g_cuda.lib ? dlsym(g_cuda.lib, name) : NULL; }
@@ -99,14 +107,15 @@ static void resolve_entries(int driverVersion) {
     void* fn = NULL;
     if (getProc) {
       cco_cu_proc_query_result status = 0;
-      if (getProc(e->name, &fn, CCO_CU_ABI_VERSION, CCO_CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+      if (driverVersion < e->version ||
+          getProc(e->name, &fn, e->version, CCO_CU_GET_PROC_ADDRESS_LEGACY_STREAM,
                   &status) != CCO_CU_SUCCESS ||
           status != CCO_CU_GET_PROC_ADDRESS_SUCCESS)
         fn = NULL;
     }
-    if (!fn) fn = sym(e->symbol);
+    if (!fn && driverVersion >= e->version) fn = sym(e->symbol);
     *(void**)((char*)&g_cuda.api + e->offset) = fn;
-    if (!fn) {
+    if (!fn && !e->optional) {
       if (!missing) missing = e->name;
       if (e->probe) probeOk = false;
     }

@@ -233,6 +233,18 @@ static ccoResult_t host_write_value_async(cco_platform* p, void* stream, uint64_
   return ccoSuccess;
 }
 
+static ccoResult_t host_copy_batch_async(cco_platform* p, void* stream, size_t n, uint64_t* dsts,
+                                         uint64_t* srcs, size_t* sizes) {
+  for (size_t i = 0; i < n; i++) host_copy_async(p, stream, dsts[i], srcs[i], sizes[i]);
+  return ccoSuccess;
+}
+
+static ccoResult_t host_write_values_async(cco_platform* p, void* stream, unsigned n,
+                                           const uint64_t* addrs, const uint64_t* values) {
+  for (unsigned i = 0; i < n; i++) host_write_value_async(p, stream, addrs[i], values[i]);
+  return ccoSuccess;
+}
+
 static ccoResult_t host_wait_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
                                          double timeoutSeconds) {
   (void)p, (void)stream;
@@ -281,7 +293,9 @@ static const cco_platform_ops g_host_ops = {
     .stream_create = host_stream_create,
     .stream_destroy = host_stream_destroy,
     .copy_async = host_copy_async,
+    .copy_batch_async = host_copy_batch_async,
     .write_value_async = host_write_value_async,
+    .write_values_async = host_write_values_async,
     .wait_value_async = host_wait_value_async,
     .peer_access = host_peer_access,
 };

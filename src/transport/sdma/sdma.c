@@ -16,11 +16,12 @@
 /* Counters on their own cache lines: producers hammer the tails while the
  * engine's stream writes land on the completion counts. */
 #define CCO_SDMA_LINE 64
+#define CCO_SDMA_MAX_STREAMS 8
 
 typedef struct {
   ccoSdmaSlot* slots;     /* host view */
   uint64_t* headHost;     /* host view of the credit word */
-  void* stream;
+  void* stream;           /* one of the engine's streams, always the same for this ring */
   uint64_t head;          /* next ticket to read */
   uint64_t completedDev;  /* device address of the completion count */
   uint64_t completed;     /* operations issued (the count the stream will write) */
@@ -32,12 +33,6 @@ typedef struct {
 struct cco_sdma_state {
   int nRings;
   ring* rings;
-  /* One stream per queue index, shared by that queue's rings of every peer:
-   * the GPU has few hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
-   * default), and a copy stream that shares one with a spinning kernel can
-   * wait behind it forever. */
-  int nStreams;
-  void* streams[CCO_SDMA_MAX_QUEUES];
   void* slotsHost;
   void* headsHost;
   void* counters; /* device: tail and completed per ring, one line each */
@@ -48,11 +43,18 @@ struct cco_sdma_state {
   struct cco_sdma_state* next;
 };
 
+/* The engine's streams are few and shared by every ring of every device
+ * communicator: a GPU context has few hardware queues
+ * (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) and streams beyond them share
+ * one round-robin. A copy stream sharing a hardware queue with a kernel
+ * that spins on the copy's signal waits behind that kernel forever. */
 struct cco_sdma_engine {
   ccoComm* comm;
   pthread_t thread;
   pthread_mutex_t lock; /* the list of states */
   cco_sdma_state* states;
+  int nStreams;
+  void* streams[CCO_SDMA_MAX_STREAMS];
   ccoResult_t failure; /* found under `lock`, reported after it is dropped */
   atomic_bool stop;
 };
@@ -75,41 +77,90 @@ static bool in_flat(const cco_sdma_state* st, uint64_t addr, uint64_t bytes) {
   return addr >= st->flatLo && addr <= st->flatHi && bytes <= st->flatHi - addr;
 }
 
-/* Issues one descriptor: the copy, then the signals in stream order. */
-static ccoResult_t issue(ccoComm* comm, cco_sdma_state* st, ring* r, const ccoSdmaSlot* d) {
-  cco_platform* p = &comm->mem.platform;
-  if (d->op != CCO_SDMA_OP_SIGNAL) {
-    if ((d->op != CCO_SDMA_OP_PUT && d->op != CCO_SDMA_OP_GET) || !in_flat(st, d->dst, d->bytes) ||
-        !in_flat(st, d->src, d->bytes))
-      return cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_SDMA,
-                       "rank %d: SDMA descriptor to LSA peer %d queue %d: op %u of %llu bytes "
-                       "from %#llx to %#llx is outside the flat VA",
-                       comm->rank, r->peer, r->queue, d->op, (unsigned long long)d->bytes,
-                       (unsigned long long)d->src, (unsigned long long)d->dst);
-    if (d->bytes) CCO_CHECK(p->ops->copy_async(p, r->stream, d->dst, d->src, (size_t)d->bytes));
-  }
-  if (d->flags & CCO_SDMA_FLAG_REMOTE_SIGNAL)
-    CCO_CHECK(p->ops->write_value_async(p, r->stream, r->remoteSignal, ++r->signalled));
-  return p->ops->write_value_async(p, r->stream, r->completedDev, ++r->completed);
+/* Descriptors read from one ring in one pass, issued with two driver calls:
+ * one batch of copies, then one batch of stream writes (the peer's signal
+ * count and the ring's completion count). The remote signal is a count per
+ * (source, queue), so a single write of the final count covers every
+ * signalled descriptor of the pass; being behind every copy of the pass in
+ * stream order, it never overtakes its data. */
+#define CCO_SDMA_PASS 64
+
+static ccoResult_t check_descriptor(ccoComm* comm, const cco_sdma_state* st, const ring* r,
+                                    const ccoSdmaSlot* d) {
+  if (d->op == CCO_SDMA_OP_SIGNAL) return ccoSuccess;
+  if ((d->op == CCO_SDMA_OP_PUT || d->op == CCO_SDMA_OP_GET) && in_flat(st, d->dst, d->bytes) &&
+      in_flat(st, d->src, d->bytes))
+    return ccoSuccess;
+  return cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_SDMA,
+                   "rank %d: SDMA descriptor to LSA peer %d queue %d: op %u of %llu bytes "
+                   "from %#llx to %#llx is outside the flat VA",
+                   comm->rank, r->peer, r->queue, d->op, (unsigned long long)d->bytes,
+                   (unsigned long long)d->src, (unsigned long long)d->dst);
 }
 
-/* Reads up to `budget` published descriptors of one ring; returns how many. */
-static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r, int budget) {
+static ccoResult_t issue_pass(ccoComm* comm, ring* r, const ccoSdmaSlot* d, int n) {
+  cco_platform* p = &comm->mem.platform;
+  uint64_t dsts[CCO_SDMA_PASS], srcs[CCO_SDMA_PASS];
+  size_t sizes[CCO_SDMA_PASS], copies = 0;
+  uint64_t signalled = r->signalled;
+  for (int i = 0; i < n; i++) {
+    if (d[i].op != CCO_SDMA_OP_SIGNAL && d[i].bytes) {
+      dsts[copies] = d[i].dst;
+      srcs[copies] = d[i].src;
+      sizes[copies++] = (size_t)d[i].bytes;
+    }
+    if (d[i].flags & CCO_SDMA_FLAG_REMOTE_SIGNAL) signalled++;
+  }
+  if (copies) CCO_CHECK(p->ops->copy_batch_async(p, r->stream, copies, dsts, srcs, sizes));
+  uint64_t addrs[2], values[2];
+  unsigned writes = 0;
+  if (signalled != r->signalled) {
+    addrs[writes] = r->remoteSignal;
+    values[writes++] = signalled;
+  }
+  addrs[writes] = r->completedDev;
+  values[writes++] = r->completed + (uint64_t)n;
+  CCO_CHECK(p->ops->write_values_async(p, r->stream, writes, addrs, values));
+  r->signalled = signalled;
+  r->completed += (uint64_t)n;
+  return ccoSuccess;
+}
+
+/* Reads up to CCO_SDMA_PASS published descriptors of one ring and issues
+ * them; returns how many it read. */
+static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
+  ccoSdmaSlot pass[CCO_SDMA_PASS];
   int n = 0;
-  while (n < budget) {
+  while (n < CCO_SDMA_PASS) {
     ccoSdmaSlot* slot = &r->slots[r->head & (CCO_SDMA_DEPTH - 1)];
     if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != r->head + 1) break;
-    ccoSdmaSlot d = *slot;
+    pass[n] = *slot;
     r->head++;
+    if (!st->failed && check_descriptor(e->comm, st, r, &pass[n]) != ccoSuccess) {
+      st->failed = true;
+      e->failure = ccoInvalidUsage;
+    }
     n++;
-    if (st->failed) continue; /* keep returning credits so producers are not stuck */
-    ccoResult_t res = issue(e->comm, st, r, &d);
+  }
+  if (!n) return 0;
+  CCO_TRACE(SDMA, "rank %d: %d descriptors of LSA peer %d queue %d (tickets up to %llu)", e->comm->rank, n, r->peer,
+            r->queue, (unsigned long long)r->head);
+  /* A failed state keeps returning credits so producers are not stuck; its
+   * completions never come, and waiters leave through the abort word. */
+  if (!st->failed) {
+    uint64_t t0 = now_ns();
+    ccoResult_t res = issue_pass(e->comm, r, pass, n);
+    uint64_t took = now_ns() - t0;
+    /* The driver calls are asynchronous; one that blocks stalls every ring. */
+    if (took > 1000000)
+      CCO_INFO(SDMA, "rank %d: issuing %d descriptors of LSA peer %d queue %d took %.3f ms", e->comm->rank, n,
+               r->peer, r->queue, (double)took * 1e-6);
     if (res != ccoSuccess) {
       st->failed = true;
       e->failure = res;
     }
   }
-  if (n) __atomic_store_n(r->headHost, r->head, __ATOMIC_RELEASE); /* credits, in batches */
+  __atomic_store_n(r->headHost, r->head, __ATOMIC_RELEASE); /* credits, in batches */
   return n;
 }
 
@@ -120,7 +171,7 @@ static void* engine_main(void* arg) {
     int work = 0;
     pthread_mutex_lock(&e->lock);
     for (cco_sdma_state* st = e->states; st; st = st->next)
-      for (int i = 0; i < st->nRings; i++) work += drain(e, st, &st->rings[i], 64);
+      for (int i = 0; i < st->nRings; i++) work += drain(e, st, &st->rings[i]);
     ccoResult_t failure = e->failure;
     e->failure = ccoSuccess;
     pthread_mutex_unlock(&e->lock);
@@ -155,12 +206,23 @@ static ccoResult_t engine_get(ccoComm* comm, cco_sdma_engine** out) {
       e->comm = comm;
       pthread_mutex_init(&e->lock, NULL);
       atomic_init(&e->stop, false);
-      if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
+      cco_platform* p = &comm->mem.platform;
+      int want = (int)cco_env_int(CCO_ENV_ID_CCO_SDMA_STREAMS);
+      if (want < 1 || want > CCO_SDMA_MAX_STREAMS)
+        res = cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_SDMA,
+                        "CCO_SDMA_STREAMS=%d: must be 1..%d", want, CCO_SDMA_MAX_STREAMS);
+      for (int i = 0; res == ccoSuccess && i < want; i++) {
+        res = p->ops->stream_create(p, &e->streams[i]);
+        if (res == ccoSuccess) e->nStreams = i + 1;
+      }
+      if (res == ccoSuccess && pthread_create(&e->thread, NULL, engine_main, e) != 0)
+        res = cco_error(comm, ccoSystemError, CCO_SUBSYS_SDMA, "cannot start the SDMA engine thread");
+      if (res == ccoSuccess) {
+        comm->sdma = e;
+      } else {
+        for (int i = 0; i < e->nStreams; i++) p->ops->stream_destroy(p, e->streams[i]);
         pthread_mutex_destroy(&e->lock);
         free(e);
-        res = cco_error(comm, ccoSystemError, CCO_SUBSYS_SDMA, "cannot start the SDMA engine thread");
-      } else {
-        comm->sdma = e;
       }
     }
   }
@@ -174,6 +236,8 @@ void cco_sdma_engine_stop(ccoComm* comm) {
   if (!e) return;
   atomic_store(&e->stop, true);
   pthread_join(e->thread, NULL);
+  cco_platform* p = &comm->mem.platform;
+  for (int i = 0; i < e->nStreams; i++) p->ops->stream_destroy(p, e->streams[i]);
   pthread_mutex_destroy(&e->lock);
   free(e);
   comm->sdma = NULL;
@@ -183,8 +247,6 @@ void cco_sdma_engine_stop(ccoComm* comm) {
 
 static void free_state(ccoComm* comm, cco_sdma_state* st) {
   cco_platform* p = &comm->mem.platform;
-  for (int i = 0; i < st->nStreams; i++)
-    if (st->streams[i]) p->ops->stream_destroy(p, st->streams[i]);
   if (st->dev) p->ops->desc_free(p, st->dev);
   if (st->queuesDev) p->ops->desc_free(p, st->queuesDev);
   if (st->counters) p->ops->desc_free(p, st->counters);
@@ -223,10 +285,8 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, slotBytes, &st->slotsHost, &slotsDev);
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, lineBytes, &st->headsHost, &headsDev);
   if (res == ccoSuccess) res = zeroed_desc(p, 2 * lineBytes, &st->counters);
-  for (uint32_t q = 0; res == ccoSuccess && q < queues; q++) {
-    res = p->ops->stream_create(p, &st->streams[q]);
-    if (res == ccoSuccess) st->nStreams = (int)q + 1;
-  }
+  cco_sdma_engine* e = NULL;
+  if (res == ccoSuccess) res = engine_get(comm, &e);
   for (int i = 0; res == ccoSuccess && i < st->nRings; i++) {
     ring* r = &st->rings[i];
     r->peer = i / (int)queues;
@@ -239,7 +299,7 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
                       ((uint64_t)me * queues + (uint64_t)r->queue) * sizeof(uint64_t);
     table[i] = (ccoSdmaQueueDev){slotsDev + (uint64_t)i * CCO_SDMA_DEPTH * sizeof(ccoSdmaSlot), tailDev,
                                  headsDev + (uint64_t)i * CCO_SDMA_LINE, r->completedDev};
-    r->stream = st->streams[r->queue];
+    r->stream = e->streams[i % e->nStreams];
   }
   if (res == ccoSuccess) res = p->ops->desc_alloc(p, (size_t)st->nRings * sizeof(ccoSdmaQueueDev), &st->queuesDev);
   if (res == ccoSuccess)
@@ -253,8 +313,6 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
   if (res == ccoSuccess) res = p->ops->desc_alloc(p, sizeof(dev), &st->dev);
   if (res == ccoSuccess) res = p->ops->copy_to_device(p, st->dev, &dev, sizeof(dev));
   free(table);
-  cco_sdma_engine* e = NULL;
-  if (res == ccoSuccess) res = engine_get(comm, &e);
   if (res != ccoSuccess) {
     free_state(comm, st);
     return res;
