@@ -11,6 +11,9 @@ for pair in $needs; do
   cmd=${pair%%:*} pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || missing="$missing $pkg"
 done
+# libfabric-dev has no command: look for its header. The network engine needs the
+# headers at build time only (libfabric itself is loaded at run time).
+[ -f /usr/include/rdma/fabric.h ] || missing="$missing libfabric-dev"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: installing$missing"
