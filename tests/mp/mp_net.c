@@ -205,13 +205,6 @@ static void teardown(rank_ctx* x) {
   free(x->results);
 }
 
-/* Ranks leave with _exit (mp_spawn), which does not flush stdout. */
-static int finish(const char* name) {
-  int rc = mp_finish(name);
-  fflush(stdout);
-  return rc;
-}
-
 static uint64_t area_off(int src) { return CTRL_BYTES + (uint64_t)src * AREA_BYTES; }
 
 /* A write of any size, split into max_msg pieces as callers must. */
@@ -389,7 +382,7 @@ static int rank_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
   MP_CHECK(MP_OK(ccoCommDestroy(x.comm)), "destroy");
   char name[48];
   snprintf(name, sizeof(name), "  mp_net %d ranks, rank %d", nRanks, rank);
-  return finish(name);
+  return mp_finish(name);
 }
 
 /* rank 0 checks the refusals; both then meet, rank 1 dies while rank 0 writes. */
@@ -421,7 +414,7 @@ static int kill_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
       cco_net_close(net);
     }
   }
-  if (setup(&x) != 0) return finish("  mp_net kill");
+  if (setup(&x) != 0) return mp_finish("  mp_net kill");
   MP_CHECK(MP_OK(ccoBarrierAll(x.comm)), "barrier");
   if (rank == 1) {
     mp_sleep(0.3); /* serving rank 0's writes through the progress thread */
@@ -456,7 +449,7 @@ static int kill_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
            x.t.posted - atomic_load(&x.t.ok) - atomic_load(&x.t.failed));
   teardown(&x);
   ccoCommDestroy(x.comm); /* the peer is gone: its result is not the point here */
-  return finish("  mp_net kill, rank 0");
+  return mp_finish("  mp_net kill, rank 0");
 }
 
 static int run(int nRanks, mp_rank_fn fn, const char* what, int expectKilled) {

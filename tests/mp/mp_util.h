@@ -32,8 +32,10 @@ static int mp_passed, mp_failed;
     }                                                         \
   } while (0)
 
+/* Flushes: forked ranks leave with _exit (mp_spawn), which does not. */
 static inline int mp_finish(const char* name) {
   printf("%s: %d passed, %d failed\n", name, mp_passed, mp_failed);
+  fflush(stdout);
   return mp_failed ? 1 : 0;
 }
 

@@ -136,9 +136,10 @@ static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
     if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != r->head + 1) break;
     pass[n] = *slot;
     r->head++;
-    if (!st->failed && check_descriptor(e->comm, st, r, &pass[n]) != ccoSuccess) {
+    ccoResult_t bad = st->failed ? ccoSuccess : check_descriptor(e->comm, st, r, &pass[n]);
+    if (bad != ccoSuccess) {
       st->failed = true;
-      e->failure = ccoInvalidUsage;
+      e->failure = bad;
     }
     n++;
   }
