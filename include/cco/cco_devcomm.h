@@ -87,6 +87,7 @@ typedef enum {
   ccoDevTimeout = 2, /* a timeout variant gave up */
   ccoDevUnsupported = 3, /* the transport is off (CCO_ENABLE_SDMA=0) or absent */
   ccoDevInvalid = 4,     /* a bad peer, queue or window range */
+  ccoDevNoPeer = 5,      /* GDA: the peer has no endpoint under the connection type */
 } ccoDevStatus_t;
 
 /* Trivially copyable: pass it by value into kernels (it lands in kernel

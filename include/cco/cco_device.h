@@ -28,6 +28,19 @@
 #include "cco/device/cco_arch.h"
 #include "cco/device/cco_sdma_types.h"
 
+/* The name of a device status ("ccoDevSuccess", ...), for messages. */
+CCO_DEVICE_INLINE const char* ccoDevStatusName(ccoDevStatus_t st) {
+  switch (st) {
+    case ccoDevSuccess: return "ccoDevSuccess";
+    case ccoDevAborted: return "ccoDevAborted";
+    case ccoDevTimeout: return "ccoDevTimeout";
+    case ccoDevUnsupported: return "ccoDevUnsupported";
+    case ccoDevInvalid: return "ccoDevInvalid";
+    case ccoDevNoPeer: return "ccoDevNoPeer";
+  }
+  return "unknown status";
+}
+
 /* ------------------------------------------------------ cooperation scopes */
 
 typedef enum {

@@ -12,6 +12,7 @@
 #include "env.h"
 #include "error.h"
 #include "platform/platform.h"
+#include "transport/gda/gda.h"
 #include "transport/sdma/sdma.h"
 
 #define CCO_GIB (1ull << 30)
@@ -308,6 +309,7 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   wake_waiters(comm); /* nothing may stay blocked on a communicator being destroyed */
   /* The engine first, and outside the lock: a failing engine takes it. */
   cco_sdma_engine_stop(comm);
+  cco_gda_proxy_stop(comm); /* joined here; released with the device communicators */
   pthread_mutex_lock(&comm->opLock);
   live_remove(comm);
   comm->magic = 0;

@@ -30,6 +30,7 @@ struct ccoComm {
   int wakeFd; /* eventfd: readable once aborted, wakes every blocked wait */
   cco_symm mem; /* platform, flat VA, allocations, windows */
   struct cco_sdma_engine* sdma; /* SDMA engine thread, started by the first device communicator */
+  struct cco_gda_proxy* gda;    /* GDA proxy thread, started by the first device communicator using it */
 };
 
 bool cco_comm_is_valid(const ccoComm* comm);

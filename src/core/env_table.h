@@ -64,6 +64,13 @@
     "warning; -1 keeps the default")                                                        \
   X(CCO_NET_MAX_MSG, NULL, INT, "0", NET, NULL,                                             \
     "largest single network write/read in bytes (callers split larger transfers); 0 "      \
-    "uses the provider's limit")
+    "uses the provider's limit")                                                            \
+  X(CCO_GDA_PATH, NULL, ENUM, "auto", GDA, "auto,direct,staged",                            \
+    "how GDA reaches window memory: direct (the network engine registers it; host memory, " \
+    "or a provider with FI_HMEM), staged (pinned bounce buffers and copies at both ends), " \
+    "or auto (direct on the host platform, staged on GPUs)")                                \
+  X(CCO_GDA_STAGING_BYTES, NULL, INT, "4194304", GDA, NULL,                                 \
+    "staged GDA path: bytes of landing zone per source rank; the outgoing and reply areas " \
+    "take twice that, a chunk a quarter of it (every rank must use the same value)")
 
 #endif /* CCO_CORE_ENV_TABLE_H_ */

@@ -13,6 +13,7 @@
 #include "core/comm.h"
 #include "core/error.h"
 #include "mem/symm.h"
+#include "transport/gda/gda.h"
 #include "transport/sdma/sdma.h"
 
 #define CCO_MAX_BARRIERS 4096u
@@ -29,6 +30,7 @@ struct cco_devcomm_rec {
   void* teamTables[ccoNumTeams];
   cco_devcomm_copy* copies;
   cco_sdma_state* sdma;
+  gda_state* gda;
   struct cco_devcomm_rec* next;
 };
 
@@ -98,6 +100,8 @@ static void free_rec_resources(ccoComm* comm, cco_devcomm_rec* d) {
   cco_symm* m = &comm->mem;
   cco_sdma_state_destroy(comm, d->sdma);
   d->sdma = NULL;
+  cco_gda_state_destroy(comm, d->gda);
+  d->gda = NULL;
   while (d->copies) {
     cco_devcomm_copy* c = d->copies;
     d->copies = c->next;
@@ -176,9 +180,21 @@ ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, 
   /* Rings and the engine (which takes the mem lock to start). */
   if (res == ccoSuccess && sdmaQueues)
     res = cco_sdma_state_create(comm, sdmaQueues, wd.winBase, signalsOffset, &d->sdma, &dc.sdma);
+  /* GDA: collective, so every rank takes part even after a local failure
+   * (which it reports there); ids advance alike on every rank. */
+  pthread_mutex_lock(&m->lock);
+  uint64_t id = ++m->nextDevCommId;
+  pthread_mutex_unlock(&m->lock);
+  if (cco_gda_needed(comm, reqs->gdaConnectionType)) {
+    gda_state* gda = NULL;
+    ccoResult_t g = cco_gda_state_create(comm, id, reqs, &gda, &dc.gda);
+    if (g == ccoSuccess && d) d->gda = gda;
+    else if (g == ccoSuccess) cco_gda_state_destroy(comm, gda);
+    if (res == ccoSuccess) res = g;
+  }
   pthread_mutex_lock(&m->lock);
   if (res == ccoSuccess) {
-    d->id = ++m->nextDevCommId;
+    d->id = id;
     d->resourceWindow = win;
     d->next = m->devcomms;
     m->devcomms = d;
@@ -307,4 +323,5 @@ void cco_devcomm_free_all(ccoComm* comm) {
     free_rec_resources(comm, d); /* its window goes with the other windows */
     free(d);
   }
+  cco_gda_proxy_free(comm);
 }

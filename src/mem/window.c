@@ -20,6 +20,7 @@
 #include "core/comm.h"
 #include "core/error.h"
 #include "mem/symm.h"
+#include "transport/gda/gda.h"
 
 typedef struct {
   uint32_t seq;
@@ -284,6 +285,13 @@ static ccoResult_t register_locked(ccoComm* comm, void* ptr, size_t size, bool o
   }
   free(all);
   if (res != ccoSuccess) return res;
+  /* The GDA proxy learns of the window (and registers it with the network
+   * engine on the direct path); collective, so a failure is everyone's. */
+  res = cco_gda_window_added(comm, w->desc.offset, w->desc.size, w->localPtr);
+  if (res != ccoSuccess) {
+    discard_window(m, w, true);
+    return res;
+  }
   pthread_mutex_lock(&m->lock);
   w->next = m->windows;
   m->windows = w;
@@ -342,6 +350,7 @@ ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win) {
   pthread_mutex_lock(&m->lock);
   cco_window_rec* w = win ? find_window(m, win) : NULL;
   if (w) {
+    cco_gda_window_removed(comm, w->desc.offset); /* before the memory goes */
     cco_window_rec** it = &m->windows;
     while (*it != w) it = &(*it)->next;
     *it = w->next;

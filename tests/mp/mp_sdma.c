@@ -103,16 +103,7 @@ typedef struct {
   size_t bytes;
 } test_win;
 
-static const char* status_name(ccoDevStatus_t st) {
-  switch (st) {
-    case ccoDevSuccess: return "ccoDevSuccess";
-    case ccoDevAborted: return "ccoDevAborted";
-    case ccoDevTimeout: return "ccoDevTimeout";
-    case ccoDevUnsupported: return "ccoDevUnsupported";
-    case ccoDevInvalid: return "ccoDevInvalid";
-  }
-  return "unknown status";
-}
+static const char* status_name(ccoDevStatus_t st) { return ccoDevStatusName(st); }
 
 /* ------------------------------------------------------------- patterns */
 

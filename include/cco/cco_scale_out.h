@@ -1,0 +1,501 @@
+/*
+ * cco scale-out device API: GDA, one-sided put / get / signal / counter to
+ * any peer, issued from kernels. Same conventions as cco_device.h (C11,
+ * inline functions of their arguments, usable from CUDA C, NVPTX bitcode
+ * and host-platform threads), which it includes.
+ *
+ *   __global__ void k(ccoDevComm dc, ccoWindow_t win, int peer, size_t n) {
+ *     ccoGda gda = ccoGdaHandle(&dc, 0, ccoGdaDoorbellImmediate);
+ *     ccoGdaPut(&gda, peer, win, 0, win, 0, n, ccoGdaSigInc(0), CCO_GDA_NO_COUNTER,
+ *               ccoCoopBlock, ccoGdaThreadAggregate);
+ *     ccoGdaFlush(&gda, ccoCoopBlock);                        // the put is at the peer
+ *   }
+ *   // on the peer:  ccoGdaWaitSignal(&gda, 0, 1, 0, ccoCoopBlock);  // data is here
+ *
+ * How it runs: a post writes a descriptor into the ring of (device
+ * communicator, context) in host memory mapped for the GPU; this rank's
+ * proxy thread executes it on the network engine (libfabric). See
+ * docs/gda.md for the paths (direct, staged) and their costs.
+ *
+ * Peers are world ranks. ccoGdaTeamPeer(dc, i) turns an index of the GDA
+ * team (the ranks the connection type gives endpoints, see ccoGdaTeamKind)
+ * into one. A peer without an endpoint gives ccoDevNoPeer, at once.
+ *
+ * Ordering and completion:
+ * - a put's signal is applied at the peer after the put's data is visible
+ *   there; a standalone signal (ccoGdaSignal) after every operation posted
+ *   before it on the context has completed;
+ * - flush waits until every operation posted before it on the context is
+ *   complete (a put's data and signal at the peer, a get's data here);
+ *   ccoGdaFlushPeer(peer) is at least that strong for the peer (it waits
+ *   for the whole context, in posting order);
+ * - a counter counts local completion: a put's source may be reused, a
+ *   get's data has arrived.
+ *
+ * Doorbell modes (per handle; every handle of a context shares its ring):
+ * - Immediate: every post publishes itself (and every post before it).
+ * - Deferred: a post is written but not published; the next Immediate post
+ *   or flush on the context, by any thread, publishes it. Cheaper for
+ *   bursts: the proxy takes the burst in one pass.
+ * - CallerOrdered: like Deferred, and the caller promises every post
+ *   happens before the flush of the same handle (same thread, or after a
+ *   scope sync); that flush is the only publication point the caller may
+ *   count on.
+ * In every mode the proxy may take unpublished posts early when the ring
+ * fills, so a burst longer than the queue never deadlocks; it never takes
+ * them later than their publication point.
+ *
+ * Thread modes:
+ * - Aggregate: the scope (thread, warp, block) issues one operation; its
+ *   arguments must be the same in every thread. The scope syncs first, so
+ *   every thread's writes to the source are ordered before the transfer.
+ * - Independent: every thread of the scope issues its own operation with
+ *   its own arguments (no sync, no broadcast; each gets its own status).
+ *
+ * Every waiting call returns ccoDevAborted once the host has set the
+ * communicator's abort word (a failure anywhere, ccoCommAbort), so no wait
+ * outlives a dead peer.
+ */
+#ifndef CCO_CCO_SCALE_OUT_H_
+#define CCO_CCO_SCALE_OUT_H_
+
+#include "cco/cco_device.h"
+#include "cco/device/cco_gda_types.h"
+
+#define CCO_GDA_NO_COUNTER 0xffffffffu
+
+typedef enum {
+  ccoGdaDoorbellImmediate = 0,
+  ccoGdaDoorbellDeferred = 1,
+  ccoGdaDoorbellCallerOrdered = 2,
+} ccoGdaDoorbellMode_t;
+
+typedef enum {
+  ccoGdaThreadAggregate = 0,
+  ccoGdaThreadIndependent = 1,
+} ccoGdaThreadMode_t;
+
+/* A remote signal bundled with a put (or posted alone). */
+typedef struct {
+  uint32_t op;    /* ccoGdaSignalOp_t */
+  uint32_t index; /* signal slot at the peer */
+  uint64_t value; /* amount for ccoGdaSignalOpAdd */
+} ccoGdaSignalSpec;
+
+CCO_DEVICE_INLINE ccoGdaSignalSpec ccoGdaSigNone(void) {
+  ccoGdaSignalSpec s;
+  s.op = ccoGdaSignalOpNone, s.index = 0, s.value = 0;
+  return s;
+}
+CCO_DEVICE_INLINE ccoGdaSignalSpec ccoGdaSigInc(uint32_t index) {
+  ccoGdaSignalSpec s;
+  s.op = ccoGdaSignalOpInc, s.index = index, s.value = 1;
+  return s;
+}
+CCO_DEVICE_INLINE ccoGdaSignalSpec ccoGdaSigAdd(uint32_t index, uint64_t value) {
+  ccoGdaSignalSpec s;
+  s.op = ccoGdaSignalOpAdd, s.index = index, s.value = value;
+  return s;
+}
+
+/* A handle: one context of a device communicator, in one doorbell mode.
+ * Cheap to build; build it once per kernel. */
+typedef struct {
+  const ccoGdaDev* dev; /* NULL: no GDA on this device communicator */
+  const ccoGdaContextDev* ctx;
+  const uint32_t* abortFlag;
+  uint32_t mode; /* ccoGdaDoorbellMode_t */
+  uint32_t context;
+  int32_t rank;
+  uint32_t pad;
+} ccoGda;
+
+/* A flushAsync request: complete once the context's head passes it. */
+typedef struct {
+  uint64_t ticket;
+  uint32_t context;
+  uint32_t valid;
+} ccoGdaRequest;
+
+CCO_DEVICE_INLINE ccoGda ccoGdaHandle(const ccoDevComm* dc, uint32_t context, ccoGdaDoorbellMode_t mode) {
+  ccoGda g;
+  g.dev = (const ccoGdaDev*)(uintptr_t)dc->gda;
+  g.ctx = g.dev && context < g.dev->contextCount
+              ? &((const ccoGdaContextDev*)(uintptr_t)g.dev->contexts)[context]
+              : (const ccoGdaContextDev*)0;
+  g.abortFlag = (const uint32_t*)(uintptr_t)dc->abortFlag;
+  g.mode = (uint32_t)mode;
+  g.context = context;
+  g.rank = dc->rank;
+  g.pad = 0;
+  return g;
+}
+
+/* The team whose members have endpoints under the connection type
+ * (CROSSNODE: ccoTeamCrossNode, FULL: ccoTeamWorld, RAIL: ccoTeamRail). */
+CCO_DEVICE_INLINE ccoTeamKind_t ccoGdaTeamKind(const ccoDevComm* dc) {
+  return dc->gdaConnectionType == CCO_GDA_CONNECTION_FULL   ? ccoTeamWorld
+         : dc->gdaConnectionType == CCO_GDA_CONNECTION_RAIL ? ccoTeamRail
+                                                            : ccoTeamCrossNode;
+}
+
+/* World rank of GDA-team member i (-1 when out of range). */
+CCO_DEVICE_INLINE int ccoGdaTeamPeer(const ccoDevComm* dc, int teamIndex) {
+  return ccoDevTeamRankToWorld(dc, ccoGdaTeamKind(dc), teamIndex);
+}
+
+/* Whether the peer has an endpoint (ops to it can be posted). */
+CCO_DEVICE_INLINE int ccoGdaHasPeer(const ccoGda* g, int peer) {
+  if (!g->dev || peer < 0 || peer >= g->dev->worldSize) return 0;
+  return ((const uint8_t*)(uintptr_t)g->dev->peers)[peer] != 0;
+}
+
+/* ------------------------------------------------------------ internals */
+
+CCO_DEVICE_INLINE int cco_gda_aborted(const ccoGda* g) {
+  return g->abortFlag && cco_ld_relaxed_u32(g->abortFlag) != 0;
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_check_peer(const ccoGda* g, int peer) {
+  if (!g->dev) return ccoDevUnsupported;
+  if (!g->ctx || peer < 0 || peer >= g->dev->worldSize) return ccoDevInvalid;
+  return ((const uint8_t*)(uintptr_t)g->dev->peers)[peer] ? ccoDevSuccess : ccoDevNoPeer;
+}
+
+CCO_DEVICE_INLINE int cco_gda_in_window(ccoWindow_t win, size_t off, size_t bytes) {
+  uint64_t size = win->size;
+  return (uint64_t)off <= size && (uint64_t)bytes <= size - (uint64_t)off;
+}
+
+/* Takes a ticket and waits for its slot to be free (credits). */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_ticket(const ccoGda* g, uint64_t* ticket) {
+  const ccoGdaContextDev* c = g->ctx;
+  uint64_t depth = g->dev->queueDepth;
+  uint64_t t = cco_atomic_add_release_u64((uint64_t*)(uintptr_t)c->tail, 1);
+  /* The head lives in host memory, a bus round trip away; producers share
+   * a copy in device memory and read the host word only when that copy
+   * says the ring is full. */
+  uint64_t* cached = (uint64_t*)(uintptr_t)(c->tail + CCO_GDA_CACHED_HEAD_OFFSET);
+  if (t - cco_ld_acquire_u64(cached) >= depth) {
+    const uint64_t* head = (const uint64_t*)(uintptr_t)c->head;
+    uint64_t h;
+    for (uint32_t spins = 0; t - (h = cco_ld_acquire_u64(head)) >= depth; spins++) {
+      /* Leaving leaves the ticket unwritten, which stalls the ring: only
+       * an aborted communicator (which never runs the ring again) may. */
+      if ((spins & 255) == 255 && cco_gda_aborted(g)) return ccoDevAborted;
+      cco_spin_pause(spins);
+    }
+    cco_st_release_u64(cached, h);
+  }
+  *ticket = t;
+  return ccoDevSuccess;
+}
+
+/* One thread: writes and publishes one descriptor. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_post(const ccoGda* g, int peer, uint32_t op, uint64_t remote,
+                                              uint64_t local, uint64_t bytes, ccoGdaSignalSpec sig,
+                                              uint32_t counter, int ring, uint64_t* ticketOut) {
+  uint64_t t = 0;
+  ccoDevStatus_t st = cco_gda_ticket(g, &t);
+  if (st != ccoDevSuccess) return st;
+  ccoGdaSlot* s = &((ccoGdaSlot*)(uintptr_t)g->ctx->slots)[t & (g->dev->queueDepth - 1)];
+  s->remote = remote;
+  s->local = local;
+  s->bytes = bytes;
+  s->signalValue = sig.op == ccoGdaSignalOpInc ? 1u : sig.value;
+  s->peer = peer;
+  s->op = (uint16_t)op;
+  s->signalOp = (uint8_t)sig.op;
+  s->flags = ring ? (uint8_t)CCO_GDA_FLAG_RING : (uint8_t)0;
+  s->signal = sig.index;
+  s->counter = counter == CCO_GDA_NO_COUNTER ? 0u : counter + 1u;
+  cco_st_release_u64(&s->seq, t + 1);
+  if (ticketOut) *ticketOut = t;
+  return ccoDevSuccess;
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_check_sig_counter(const ccoGda* g, ccoGdaSignalSpec sig, uint32_t counter) {
+  if (sig.op > ccoGdaSignalOpAdd) return ccoDevInvalid;
+  if (sig.op != ccoGdaSignalOpNone && sig.index >= g->dev->signalCount) return ccoDevInvalid;
+  if (counter != CCO_GDA_NO_COUNTER && counter >= g->dev->counterCount) return ccoDevInvalid;
+  return ccoDevSuccess;
+}
+
+/* Checks and posts in the given thread mode and scope. Aggregate: rank 0
+ * posts after a scope sync, every thread gets its status. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_issue(const ccoGda* g, int peer, uint32_t op, uint64_t remote,
+                                               uint64_t local, uint64_t bytes, ccoGdaSignalSpec sig,
+                                               uint32_t counter, int valid, ccoCoop_t coop,
+                                               ccoGdaThreadMode_t tm) {
+  int ring = g->mode == ccoGdaDoorbellImmediate;
+  ccoDevStatus_t st = cco_gda_check_peer(g, peer);
+  if (st == ccoDevSuccess && !valid) st = ccoDevInvalid;
+  if (st == ccoDevSuccess) st = cco_gda_check_sig_counter(g, sig, counter);
+  if (tm == ccoGdaThreadIndependent || coop == ccoCoopThread) {
+    if (st == ccoDevSuccess) st = cco_gda_post(g, peer, op, remote, local, bytes, sig, counter, ring, 0);
+    return st;
+  }
+  uint32_t rank = ccoCoopRank(coop);
+  ccoCoopSync(coop);
+  if (rank == 0 && st == ccoDevSuccess)
+    st = cco_gda_post(g, peer, op, remote, local, bytes, sig, counter, ring, 0);
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+/* ------------------------------------------------------------ operations */
+
+/* Copies bytes from this rank's copy of srcWin at srcOff to the peer's copy
+ * of dstWin at dstOff; then applies `sig` at the peer (ccoGdaSigNone for
+ * none); counts local completion in `counter` (CCO_GDA_NO_COUNTER: none). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaPut(const ccoGda* g, int peer, ccoWindow_t dstWin, size_t dstOff,
+                                           ccoWindow_t srcWin, size_t srcOff, size_t bytes, ccoGdaSignalSpec sig,
+                                           uint32_t counter, ccoCoop_t coop, ccoGdaThreadMode_t tm) {
+  int valid = cco_gda_in_window(dstWin, dstOff, bytes) && cco_gda_in_window(srcWin, srcOff, bytes);
+  return cco_gda_issue(g, peer, CCO_GDA_OP_PUT, dstWin->offset + dstOff, srcWin->offset + srcOff,
+                       (uint64_t)bytes, sig, counter, valid, coop, tm);
+}
+
+/* Writes the low `size` bytes (1, 2, 4 or 8) of value, carried in the
+ * descriptor itself, to the peer's copy of dstWin at dstOff (aligned to
+ * size); then `sig`. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaPutValue(const ccoGda* g, int peer, ccoWindow_t dstWin, size_t dstOff,
+                                                uint64_t value, uint32_t size, ccoGdaSignalSpec sig, uint32_t counter,
+                                                ccoCoop_t coop, ccoGdaThreadMode_t tm) {
+  int valid = (size == 1 || size == 2 || size == 4 || size == 8) && (dstOff % size) == 0 &&
+              cco_gda_in_window(dstWin, dstOff, size);
+  return cco_gda_issue(g, peer, CCO_GDA_OP_PUT_VALUE, dstWin->offset + dstOff, value, size, sig, counter, valid,
+                       coop, tm);
+}
+
+/* Copies bytes from the peer's copy of srcWin at srcOff to this rank's copy
+ * of dstWin at dstOff. Done (and counted) once the data is here. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaGet(const ccoGda* g, int peer, ccoWindow_t dstWin, size_t dstOff,
+                                           ccoWindow_t srcWin, size_t srcOff, size_t bytes, uint32_t counter,
+                                           ccoCoop_t coop, ccoGdaThreadMode_t tm) {
+  int valid = cco_gda_in_window(dstWin, dstOff, bytes) && cco_gda_in_window(srcWin, srcOff, bytes);
+  return cco_gda_issue(g, peer, CCO_GDA_OP_GET, srcWin->offset + srcOff, dstWin->offset + dstOff,
+                       (uint64_t)bytes, ccoGdaSigNone(), counter, valid, coop, tm);
+}
+
+/* Applies sig at the peer once every operation posted before it on this
+ * context is complete (aggregated signalling). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaSignal(const ccoGda* g, int peer, ccoGdaSignalSpec sig, ccoCoop_t coop) {
+  return cco_gda_issue(g, peer, CCO_GDA_OP_SIGNAL, 0, 0, 0, sig, CCO_GDA_NO_COUNTER,
+                       sig.op != ccoGdaSignalOpNone, coop, ccoGdaThreadAggregate);
+}
+
+/* Bumps the local counter once every operation posted before it on this
+ * context is complete. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaCounter(const ccoGda* g, int peer, uint32_t counter, ccoCoop_t coop) {
+  return cco_gda_issue(g, peer, CCO_GDA_OP_COUNTER, 0, 0, 0, ccoGdaSigNone(), counter,
+                       counter != CCO_GDA_NO_COUNTER, coop, ccoGdaThreadAggregate);
+}
+
+/* ------------------------------------------------------------ completion */
+
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_wait_head(const ccoGda* g, uint64_t ticket) {
+  const uint64_t* head = (const uint64_t*)(uintptr_t)g->ctx->head;
+  for (uint32_t spins = 0; (int64_t)(cco_ld_acquire_u64(head) - (ticket + 1)) < 0; spins++) {
+    if ((spins & 255) == 255 && cco_gda_aborted(g)) return ccoDevAborted;
+    cco_spin_pause(spins);
+  }
+  return ccoDevSuccess;
+}
+
+/* Posts a fence (a doorbell: it publishes every post before it) toward
+ * peer (-1: every peer) and returns its request. One thread. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_fence(const ccoGda* g, int peer, ccoGdaRequest* req) {
+  uint64_t t = 0;
+  ccoDevStatus_t st = cco_gda_post(g, peer, CCO_GDA_OP_FENCE, 0, 0, 0, ccoGdaSigNone(), CCO_GDA_NO_COUNTER, 1, &t);
+  req->ticket = t;
+  req->context = g->context;
+  req->valid = st == ccoDevSuccess;
+  return st;
+}
+
+/* Starts a flush toward peer (-1: every peer); ccoGdaWait completes it. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaFlushAsync(const ccoGda* g, int peer, ccoGdaRequest* req, ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  ccoDevStatus_t st = !g->dev ? ccoDevUnsupported : !g->ctx ? ccoDevInvalid : ccoDevSuccess;
+  if (st == ccoDevSuccess && peer != -1) st = cco_gda_check_peer(g, peer);
+  req->valid = 0;
+  ccoCoopSync(coop);
+  if (rank == 0 && st == ccoDevSuccess) st = cco_gda_fence(g, peer, req);
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+/* Waits for a request of ccoGdaFlushAsync (rank 0 of the scope holds it). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaWait(const ccoGda* g, const ccoGdaRequest* req, ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  ccoDevStatus_t st = ccoDevSuccess;
+  if (rank == 0) {
+    if (!g->dev) st = ccoDevUnsupported;
+    else if (!g->ctx || !req->valid || req->context != g->context) st = ccoDevInvalid;
+    else st = cco_gda_wait_head(g, req->ticket);
+  }
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+/* Every operation posted on this context before the call is complete. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaFlush(const ccoGda* g, ccoCoop_t coop) {
+  ccoGdaRequest req;
+  ccoDevStatus_t st = ccoGdaFlushAsync(g, -1, &req, coop);
+  return st == ccoDevSuccess ? ccoGdaWait(g, &req, coop) : st;
+}
+
+/* Every operation posted to peer on this context before the call is
+ * complete (in practice: every operation of the context). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaFlushPeer(const ccoGda* g, int peer, ccoCoop_t coop) {
+  ccoGdaRequest req;
+  ccoDevStatus_t st = ccoGdaFlushAsync(g, peer, &req, coop);
+  return st == ccoDevSuccess ? ccoGdaWait(g, &req, coop) : st;
+}
+
+/* ---------------------------------------------------- signals, counters */
+
+/* This rank's signal slot `index` (host memory mapped for the device). */
+CCO_DEVICE_INLINE uint64_t* ccoGdaSignalPtr(const ccoGda* g, uint32_t index) {
+  if (!g->dev || index >= g->dev->signalCount) return (uint64_t*)0;
+  return (uint64_t*)(uintptr_t)g->dev->signals + index;
+}
+
+CCO_DEVICE_INLINE uint64_t ccoGdaReadSignal(const ccoGda* g, uint32_t index) {
+  const uint64_t* p = ccoGdaSignalPtr(g, index);
+  return p ? cco_ld_acquire_u64(p) : 0;
+}
+
+/* Sets the slot back to 0. Only safe while no signal to it is in flight. */
+CCO_DEVICE_INLINE void ccoGdaResetSignal(const ccoGda* g, uint32_t index) {
+  uint64_t* p = ccoGdaSignalPtr(g, index);
+  if (p) cco_st_release_u64(p, 0);
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_wait_word(const ccoGda* g, const uint64_t* p, uint64_t expected,
+                                                   uint64_t timeoutNs) {
+  uint64_t start = timeoutNs ? cco_clock_ns() : 0;
+  for (uint32_t spins = 0; (int64_t)(cco_ld_acquire_u64(p) - expected) < 0; spins++) {
+    if ((spins & 255) == 255) {
+      if (cco_gda_aborted(g)) return ccoDevAborted;
+      if (timeoutNs && cco_clock_ns() - start > timeoutNs) return ccoDevTimeout;
+    }
+    cco_spin_pause(spins);
+  }
+  return ccoDevSuccess;
+}
+
+/* Waits until signal slot `index` reaches expected (wrapping compare), the
+ * abort word, or timeoutNs (0: none). The data of every put whose signal
+ * counted is visible once this returns. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaWaitSignal(const ccoGda* g, uint32_t index, uint64_t expected,
+                                                  uint64_t timeoutNs, ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  const uint64_t* p = ccoGdaSignalPtr(g, index);
+  ccoDevStatus_t st = !g->dev ? ccoDevUnsupported : !p ? ccoDevInvalid : ccoDevSuccess;
+  if (rank == 0 && st == ccoDevSuccess) st = cco_gda_wait_word(g, p, expected, timeoutNs);
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+CCO_DEVICE_INLINE uint64_t* ccoGdaCounterPtr(const ccoGda* g, uint32_t index) {
+  if (!g->dev || index >= g->dev->counterCount) return (uint64_t*)0;
+  return (uint64_t*)(uintptr_t)g->dev->counters + index;
+}
+
+CCO_DEVICE_INLINE uint64_t ccoGdaReadCounter(const ccoGda* g, uint32_t index) {
+  const uint64_t* p = ccoGdaCounterPtr(g, index);
+  return p ? cco_ld_acquire_u64(p) : 0;
+}
+
+CCO_DEVICE_INLINE void ccoGdaResetCounter(const ccoGda* g, uint32_t index) {
+  uint64_t* p = ccoGdaCounterPtr(g, index);
+  if (p) cco_st_release_u64(p, 0);
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaWaitCounter(const ccoGda* g, uint32_t index, uint64_t expected,
+                                                   uint64_t timeoutNs, ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  const uint64_t* p = ccoGdaCounterPtr(g, index);
+  ccoDevStatus_t st = !g->dev ? ccoDevUnsupported : !p ? ccoDevInvalid : ccoDevSuccess;
+  if (rank == 0 && st == ccoDevSuccess) st = cco_gda_wait_word(g, p, expected, timeoutNs);
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+/* ------------------------------------------------------------ GDA barrier */
+
+/*
+ * GDA barrier b over the rail team (one rank per host): each member keeps
+ * an inbox of railSize signal slots; to arrive, a rank signals (+1) its
+ * slot in every other member's inbox, each signal ordered after everything
+ * it posted before on the context; to wait, it waits for every slot of its
+ * inbox to reach the session's epoch. Like the LSA barrier, epochs only
+ * grow, so sessions follow each other without a reset. Warp or block
+ * scope; the handle must be Immediate. Barriers 0..railGdaBarrierCount-1
+ * are free for users; the rest (barrierCount) belong to world barriers.
+ */
+typedef struct {
+  ccoGda gda;
+  const ccoDevComm* dc;
+  uint64_t* inbox;      /* this rank's inbox of the barrier */
+  uint64_t* epochHome;  /* where the epoch lives between sessions */
+  uint64_t epoch;
+  uint32_t slotBase;    /* signal index of the barrier's slot 0 */
+  int32_t railSize;
+  int32_t railRank;
+  ccoCoop_t coop;
+} ccoGdaBarrierSession;
+
+CCO_DEVICE_INLINE ccoGdaBarrierSession ccoGdaBarrierSessionInit(const ccoDevComm* dc, const ccoGda* gda,
+                                                                uint32_t index, ccoCoop_t coop) {
+  ccoGdaBarrierSession s;
+  ccoTeam_t rail = dc->teams[ccoTeamRail];
+  s.gda = *gda;
+  s.dc = dc;
+  s.railSize = rail.nRanks;
+  s.railRank = rail.rank;
+  s.coop = coop;
+  s.inbox = (uint64_t*)0;
+  s.epochHome = (uint64_t*)0;
+  s.epoch = 0;
+  s.slotBase = 0;
+  if (gda->dev && index < gda->dev->barrierCount) {
+    s.slotBase = gda->dev->signalCount + index * (uint32_t)rail.nRanks;
+    s.inbox = (uint64_t*)(uintptr_t)gda->dev->signals + s.slotBase;
+    s.epochHome = (uint64_t*)(uintptr_t)gda->dev->barrierEpochs + index;
+    s.epoch = cco_ld_acquire_u64(s.epochHome);
+  }
+  return s;
+}
+
+/* Arrive and wait. Every thread of the scope returns the same status. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaBarrierSyncTimeout(ccoGdaBarrierSession* s, uint64_t timeoutNs) {
+  uint32_t rank = ccoCoopRank(s->coop);
+  ccoDevStatus_t st = !s->gda.dev ? ccoDevUnsupported
+                      : !s->inbox || s->gda.mode != ccoGdaDoorbellImmediate || s->coop == ccoCoopThread
+                          ? ccoDevInvalid
+                          : ccoDevSuccess;
+  ccoCoopSync(s->coop);
+  if (rank == 0 && st == ccoDevSuccess) {
+    uint64_t next = s->epoch + 1;
+    for (int i = 0; i < s->railSize && st == ccoDevSuccess; i++) {
+      if (i == s->railRank) continue;
+      int peer = ccoDevTeamRankToWorld(s->dc, ccoTeamRail, i);
+      st = cco_gda_check_peer(&s->gda, peer);
+      ccoGdaSignalSpec sig;
+      sig.op = ccoGdaSignalOpInc, sig.index = s->slotBase + (uint32_t)s->railRank, sig.value = 1;
+      if (st == ccoDevSuccess)
+        st = cco_gda_post(&s->gda, peer, CCO_GDA_OP_SIGNAL, 0, 0, 0, sig, CCO_GDA_NO_COUNTER, 1, 0);
+    }
+    for (int i = 0; i < s->railSize && st == ccoDevSuccess; i++)
+      if (i != s->railRank) st = cco_gda_wait_word(&s->gda, &s->inbox[i], next, timeoutNs);
+    if (st == ccoDevSuccess) {
+      s->epoch = next;
+      cco_st_release_u64(s->epochHome, next);
+    }
+  }
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)s->coop, rank, (uint32_t)st);
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaBarrierSync(ccoGdaBarrierSession* s) {
+  return ccoGdaBarrierSyncTimeout(s, 0);
+}
+
+#endif /* CCO_CCO_SCALE_OUT_H_ */

@@ -1,0 +1,138 @@
+/* GDA internals shared by the setup, the proxy loop and the staged path. */
+#ifndef CCO_TRANSPORT_GDA_GDA_INTERNAL_H_
+#define CCO_TRANSPORT_GDA_GDA_INTERNAL_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cco/device/cco_gda_types.h"
+#include "core/comm.h"
+#include "transport/gda/gda.h"
+#include "transport/net/net.h"
+
+/* Direct: the engine reaches window memory itself (host memory, or a
+ * provider with FI_HMEM). Staged: window memory is GPU memory the engine
+ * cannot reach; data goes through pinned bounce buffers at both ends and
+ * the target's proxy copies it in (src/transport/gda/gda_staged.c). */
+typedef enum { GDA_PATH_DIRECT = 0, GDA_PATH_STAGED = 1 } gda_path;
+
+typedef struct gda_ring gda_ring;
+typedef struct gda_staged gda_staged;
+
+/* A window as the proxy sees it: where it is here, and (direct path) its
+ * registration and every peer's key for the same window. */
+typedef struct gda_win {
+  uint64_t offset, size; /* in the slot */
+  char* local;
+  cco_net_mr* mr;
+  cco_net_rkey* rkeys; /* [nRanks] */
+  uint8_t* has;        /* [nRanks]: the peer registered a window at this offset */
+  struct gda_win* next;
+} gda_win;
+
+/* One descriptor taken from a ring, until it completes. */
+typedef struct gda_op {
+  ccoGdaSlot d;
+  gda_ring* ring;
+  uint64_t ticket;
+  uint64_t issued;      /* bytes handed on (engine ops or staged chunks) */
+  uint32_t outstanding; /* engine ops or chunks not complete */
+  uint32_t localLeft;   /* staged put: chunks still being copied out */
+  gda_win* localWin;    /* direct: the window of the local side */
+  gda_win* remoteWin;   /* direct: the window of the remote side */
+  bool active, done, signalSent, counted;
+} gda_op;
+
+struct gda_ring {
+  gda_state* st;
+  int context;
+  uint32_t depth;
+  ccoGdaSlot* slots;  /* host view */
+  uint64_t* headHost; /* host view of the credit / completion word */
+  uint64_t read;      /* next ticket to take */
+  uint64_t scanned;   /* tickets up to here are known written */
+  uint64_t bell;      /* tickets up to here are published by a doorbell */
+  uint64_t head;      /* operations complete, in order */
+  gda_op* ops;        /* [depth] */
+};
+
+struct gda_state {
+  uint64_t id; /* the device communicator's id: equal on every rank */
+  uint32_t connectionType;
+  int nRings;
+  gda_ring* rings;
+  uint32_t depth;
+  uint32_t signalTotal; /* user signals + barrier inboxes */
+  uint32_t counterCount;
+  uint8_t* peers;        /* [nRanks] host copy of the endpoint table */
+  uint64_t* signalsHost; /* host view */
+  uint64_t* countersHost;
+  uint64_t* values; /* direct: put-value sources [nRings][depth] */
+  cco_net_mr* signalsMr;
+  cco_net_mr* valuesMr;
+  cco_net_rkey* signalRkeys; /* [nRanks] (direct) */
+  /* Allocations, freed by gda_state_free. */
+  void* slotsMem; /* hostmap */
+  void* headsMem; /* hostmap */
+  void* signalsMem;
+  void* countersMem;
+  void* tailsMem; /* device */
+  void* contextsDev;
+  void* peersDev;
+  void* epochsDev;
+  void* devState;
+  struct gda_state* next;
+};
+
+struct cco_gda_proxy {
+  ccoComm* comm;
+  cco_net* net;
+  gda_path path;
+  int rank, nRanks;
+  char* slotBase; /* this rank's slot in its flat VA */
+  size_t maxMsg;
+  pthread_t thread;
+  bool threadStarted;
+  atomic_bool stop;
+  pthread_mutex_t lock; /* states and windows, against the thread */
+  gda_state* states;
+  gda_win* wins;
+  gda_staged* staged;
+  ccoResult_t failure; /* first failure found by the thread, reported outside the lock */
+};
+
+/* Context tags of engine operations (objects are 8-byte aligned). */
+enum {
+  GDA_TAG_DIRECT_DATA = 0, /* gda_op */
+  GDA_TAG_DIRECT_SIGNAL = 1, /* gda_op */
+  GDA_TAG_CHUNK_DATA = 2,  /* gda_chunk: put data into the landing zone */
+  GDA_TAG_CHUNK_MSG = 3,   /* gda_chunk: the message into the inbox */
+  GDA_TAG_COUNT = 4,       /* no object: inbox count / ack atomics */
+  GDA_TAG_REPLY = 5,       /* gda_chunk: a get's data back to its initiator */
+};
+#define GDA_TAG(ptr, tag) ((void*)((uintptr_t)(ptr) | (uintptr_t)(tag)))
+#define GDA_TAG_OF(ctx) ((int)((uintptr_t)(ctx) & 7u))
+#define GDA_PTR_OF(ctx) ((void*)((uintptr_t)(ctx) & ~(uintptr_t)7u))
+
+/* gda_proxy.c */
+ccoResult_t gda_proxy_start(cco_gda_proxy* px);
+void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res);
+void gda_op_complete(cco_gda_proxy* px, gda_op* op);
+void gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint64_t value);
+gda_win* gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes);
+
+/* gda_staged.c */
+ccoResult_t gda_staged_create(cco_gda_proxy* px);
+void gda_staged_destroy(cco_gda_proxy* px);
+/* [nRanks] keys of every rank's bounce region (this rank's filled by create). */
+cco_net_rkey* gda_staged_rkeys(cco_gda_proxy* px);
+/* Starts or continues an op (called in ticket order each pass). */
+void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op);
+/* Completions of tagged engine operations of the staged path. */
+void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t res, int peer);
+/* Everything else: copies done, acks, inboxes, posts waiting for room. */
+int gda_staged_poll(cco_gda_proxy* px);
+
+#endif /* CCO_TRANSPORT_GDA_GDA_INTERNAL_H_ */

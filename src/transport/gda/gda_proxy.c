@@ -1,0 +1,289 @@
+/*
+ * The GDA proxy thread: takes published descriptors from every ring of
+ * every device communicator of its communicator, runs them on the network
+ * engine (directly, or through the staged path), progresses the engine
+ * without pause (the target side of a manual-progress provider moves only
+ * while someone calls it) and hands completion back to the rings in
+ * ticket order.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/gda/gda_internal.h"
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res) {
+  if (px->failure == ccoSuccess) px->failure = res;
+}
+
+gda_win* gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes) {
+  for (gda_win* w = px->wins; w; w = w->next)
+    if (offset >= w->offset && offset - w->offset <= w->size && bytes <= w->size - (offset - w->offset))
+      return w;
+  return NULL;
+}
+
+void gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint64_t value) {
+  for (gda_state* st = px->states; st; st = st->next) {
+    if (st->id != stateId) continue;
+    if (index < st->signalTotal) {
+      __atomic_fetch_add(&st->signalsHost[index], value, __ATOMIC_RELEASE);
+      return;
+    }
+    break;
+  }
+  gda_proxy_fail(px, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                               "rank %d: a signal arrived for slot %u of device communicator %llu, "
+                               "which does not exist here",
+                               px->rank, index, (unsigned long long)stateId));
+}
+
+/* Counts local completion once, then marks the op done (the ring's head
+ * passes it when every earlier op is done too). */
+void gda_op_complete(cco_gda_proxy* px, gda_op* op) {
+  if (op->d.counter && !op->counted) {
+    uint32_t c = op->d.counter - 1;
+    __atomic_fetch_add(&op->ring->st->countersHost[c], 1, __ATOMIC_RELEASE);
+    op->counted = true;
+  }
+  op->done = true;
+}
+
+static void op_fail(cco_gda_proxy* px, gda_op* op, ccoResult_t res) {
+  gda_proxy_fail(px, res);
+  op->outstanding = 0;
+  op->issued = op->d.bytes;
+  gda_op_complete(px, op);
+}
+
+/* ---------------------------------------------------------- direct path */
+
+/* Retries on CCO_NET_BUSY happen on the next pass; returns false then. */
+static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
+  gda_state* st = op->ring->st;
+  ccoGdaSlot* d = &op->d;
+  ccoResult_t res = ccoSuccess;
+  if (d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET || d->op == CCO_GDA_OP_PUT_VALUE) {
+    if (!op->remoteWin) {
+      uint64_t bytes = d->op == CCO_GDA_OP_PUT_VALUE ? d->bytes : d->bytes;
+      op->remoteWin = gda_find_win(px, d->remote, bytes);
+      if (d->op != CCO_GDA_OP_PUT_VALUE) op->localWin = gda_find_win(px, d->local, d->bytes);
+      if (!op->remoteWin || (d->op != CCO_GDA_OP_PUT_VALUE && !op->localWin) ||
+          !op->remoteWin->has[d->peer]) {
+        op_fail(px, op, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                                  "rank %d: GDA op %u to rank %d: slot offsets %#llx / %#llx (+%llu "
+                                  "bytes) are not inside windows registered here and there",
+                                  px->rank, d->op, d->peer, (unsigned long long)d->remote,
+                                  (unsigned long long)d->local, (unsigned long long)d->bytes));
+        return true;
+      }
+    }
+    gda_win* rw = op->remoteWin;
+    cco_net_rkey rkey = rw->rkeys[d->peer];
+    while (op->issued < d->bytes) {
+      uint64_t len = d->bytes - op->issued;
+      if (len > px->maxMsg) len = px->maxMsg;
+      uint64_t roff = d->remote - rw->offset + op->issued;
+      if (d->op == CCO_GDA_OP_PUT_VALUE) {
+        uint64_t* src = &st->values[(size_t)(op->ring - st->rings) * st->depth + (op->ticket & (st->depth - 1))];
+        *src = d->local;
+        res = cco_net_write(px->net, d->peer, src, st->valuesMr, d->bytes, rkey, roff, GDA_TAG(op, 0));
+        len = d->bytes;
+      } else {
+        char* local = op->localWin->local + (d->local - op->localWin->offset) + op->issued;
+        res = d->op == CCO_GDA_OP_PUT
+                  ? cco_net_write(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, GDA_TAG(op, 0))
+                  : cco_net_read(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, GDA_TAG(op, 0));
+      }
+      if (res == CCO_NET_BUSY) return false;
+      if (res != ccoSuccess) {
+        op_fail(px, op, res);
+        return true;
+      }
+      op->outstanding++;
+      op->issued += len;
+    }
+    if (op->outstanding) return true;
+  } else if (op->ring->head != op->ticket) {
+    return true; /* signal, counter, fence: after every earlier op of the ring */
+  }
+  if ((d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_PUT_VALUE || d->op == CCO_GDA_OP_SIGNAL) &&
+      d->signalOp != ccoGdaSignalOpNone) {
+    if (!op->signalSent) {
+      res = cco_net_atomic_add(px->net, d->peer, d->signalValue, st->signalRkeys[d->peer],
+                               (uint64_t)d->signal * sizeof(uint64_t), GDA_TAG(op, GDA_TAG_DIRECT_SIGNAL));
+      if (res == CCO_NET_BUSY) return false;
+      if (res != ccoSuccess) {
+        op_fail(px, op, res);
+        return true;
+      }
+      op->signalSent = true;
+      op->outstanding++;
+    }
+    if (op->outstanding) return true;
+  }
+  gda_op_complete(px, op);
+  return true;
+}
+
+static void on_completion(cco_gda_proxy* px, const cco_net_completion* c) {
+  int tag = GDA_TAG_OF(c->context);
+  void* obj = GDA_PTR_OF(c->context);
+  if (tag == GDA_TAG_DIRECT_DATA || tag == GDA_TAG_DIRECT_SIGNAL) {
+    gda_op* op = obj;
+    if (c->result != ccoSuccess) {
+      op_fail(px, op, c->result);
+      return;
+    }
+    if (op->outstanding) op->outstanding--;
+    return; /* the next pass moves the op on */
+  }
+  gda_staged_on_completion(px, tag, obj, c->result, c->peer);
+}
+
+/* ------------------------------------------------------------------ rings */
+
+static ccoResult_t check_descriptor(cco_gda_proxy* px, const gda_state* st, const ccoGdaSlot* d) {
+  const char* why = NULL;
+  bool needsPeer = d->op != CCO_GDA_OP_FENCE && d->op != CCO_GDA_OP_COUNTER;
+  if (d->op < CCO_GDA_OP_PUT || d->op > CCO_GDA_OP_FENCE) why = "unknown op";
+  else if (needsPeer && (d->peer < 0 || d->peer >= px->nRanks || !st->peers[d->peer]))
+    why = "peer without an endpoint";
+  else if (d->signalOp > ccoGdaSignalOpAdd || (d->signalOp && d->signal >= st->signalTotal))
+    why = "bad signal";
+  else if (d->counter > st->counterCount) why = "bad counter";
+  else if (d->op == CCO_GDA_OP_PUT_VALUE && d->bytes != 1 && d->bytes != 2 && d->bytes != 4 && d->bytes != 8)
+    why = "bad put-value size";
+  if (!why) return ccoSuccess;
+  return cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                   "rank %d: GDA descriptor op %u to rank %d (signal %u, counter %u): %s", px->rank,
+                   d->op, d->peer, d->signal, d->counter, why);
+}
+
+/* Takes the published descriptors of a ring: the written slots up to the
+ * last doorbell, or every written slot when they fill the ring (then no
+ * producer can ring, as they all wait for credits). */
+static int take(cco_gda_proxy* px, gda_ring* r) {
+  uint32_t mask = r->depth - 1;
+  while (r->scanned - r->head < r->depth) {
+    ccoGdaSlot* s = &r->slots[r->scanned & mask];
+    if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != r->scanned + 1) break;
+    if (s->flags & CCO_GDA_FLAG_RING) r->bell = r->scanned + 1;
+    r->scanned++;
+  }
+  uint64_t upto = r->scanned - r->head == r->depth ? r->scanned : r->bell;
+  int n = 0;
+  for (; (int64_t)(upto - r->read) > 0; r->read++, n++) {
+    gda_op* op = &r->ops[r->read & mask];
+    memset(op, 0, sizeof(*op));
+    op->d = r->slots[r->read & mask];
+    op->ring = r;
+    op->ticket = r->read;
+    op->active = true;
+    ccoResult_t bad = check_descriptor(px, r->st, &op->d);
+    if (bad != ccoSuccess) op_fail(px, op, bad);
+  }
+  return n;
+}
+
+static int run_ring(cco_gda_proxy* px, gda_ring* r) {
+  int work = take(px, r);
+  uint32_t mask = r->depth - 1;
+  for (uint64_t t = r->head; t != r->read; t++) {
+    gda_op* op = &r->ops[t & mask];
+    if (op->done) continue;
+    if (px->path == GDA_PATH_DIRECT) {
+      if (!direct_progress(px, op)) break; /* the engine is full: next pass */
+    } else {
+      gda_staged_progress_op(px, op);
+    }
+  }
+  return work;
+}
+
+/* Hands the completed prefix back: credits and flush, one store. */
+static int retire(gda_ring* r) {
+  uint32_t mask = r->depth - 1;
+  uint64_t h = r->head;
+  while (h != r->read && r->ops[h & mask].done) {
+    r->ops[h & mask].active = false;
+    h++;
+  }
+  if (h == r->head) return 0;
+  r->head = h;
+  __atomic_store_n(r->headHost, h, __ATOMIC_RELEASE);
+  return 1;
+}
+
+static int progress_engine(cco_gda_proxy* px) {
+  cco_net_completion comps[64];
+  int total = 0;
+  for (;;) {
+    int n = 0;
+    ccoResult_t res = cco_net_progress(px->net, comps, 64, &n);
+    if (res != ccoSuccess) {
+      gda_proxy_fail(px, res);
+      return total;
+    }
+    for (int i = 0; i < n; i++) on_completion(px, &comps[i]);
+    total += n;
+    if (n < 64) return total;
+  }
+}
+
+static void* proxy_main(void* arg) {
+  cco_gda_proxy* px = arg;
+  uint64_t idleSince = now_ns();
+  bool failed = false;
+  while (!atomic_load(&px->stop)) {
+    int work = 0;
+    pthread_mutex_lock(&px->lock);
+    for (gda_state* st = px->states; st; st = st->next)
+      for (int i = 0; i < st->nRings; i++) work += run_ring(px, &st->rings[i]);
+    work += progress_engine(px);
+    if (px->path == GDA_PATH_STAGED) work += gda_staged_poll(px);
+    for (gda_state* st = px->states; st; st = st->next)
+      for (int i = 0; i < st->nRings; i++) work += retire(&st->rings[i]);
+    ccoResult_t failure = px->failure;
+    px->failure = ccoSuccess;
+    pthread_mutex_unlock(&px->lock);
+    /* Outside the proxy lock: failing takes the memory lock, which window
+     * and device-communicator teardown hold while they take this one. */
+    if (failure != ccoSuccess && !failed) {
+      failed = true;
+      CCO_WARN(GDA, "rank %d: GDA proxy failed: %s", px->rank, cco_thread_last_error());
+      cco_comm_fail_async(px->comm, failure);
+    }
+    if (work) {
+      idleSince = now_ns();
+      continue;
+    }
+    /* Spin a while after the last work (latency), then nap; the engine
+     * is still progressed on every pass, so peers' transfers move. */
+    uint64_t idle = now_ns() - idleSince;
+    if (idle < 200000) {
+      sched_yield();
+    } else {
+      struct timespec nap = {0, idle < 10000000 ? 20000 : 100000};
+      nanosleep(&nap, NULL);
+    }
+  }
+  return NULL;
+}
+
+ccoResult_t gda_proxy_start(cco_gda_proxy* px) {
+  atomic_init(&px->stop, false);
+  if (pthread_create(&px->thread, NULL, proxy_main, px) != 0)
+    return cco_error(px->comm, ccoSystemError, CCO_SUBSYS_PROXY, "cannot start the GDA proxy thread");
+  px->threadStarted = true;
+  return ccoSuccess;
+}

@@ -1,0 +1,465 @@
+/*
+ * GDA setup: the proxy (engine opened, addresses exchanged, bounce region
+ * or window registrations), each device communicator's rings, signals and
+ * counters, and the window hooks. Every collective step ends in an
+ * allgather of statuses, so a failure on one rank fails every rank.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cco/device/cco_gda_types.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "mem/symm.h"
+#include "transport/gda/gda_internal.h"
+
+#define GDA_LINE 64
+
+bool cco_gda_needed(const ccoComm* comm, uint32_t connectionType) {
+  if (connectionType == CCO_GDA_CONNECTION_FULL) return true;
+  if (connectionType == CCO_GDA_CONNECTION_NONE) return false;
+  return comm->topo.nNodes > 1;
+}
+
+static void peer_table(const ccoComm* comm, uint32_t type, uint8_t* peers) {
+  const cco_topology* t = &comm->topo;
+  for (int r = 0; r < comm->nRanks; r++) {
+    bool yes = type == CCO_GDA_CONNECTION_FULL ||
+               (type == CCO_GDA_CONNECTION_CROSSNODE && t->nodeOf[r] != t->node) ||
+               (type == CCO_GDA_CONNECTION_RAIL && r != comm->rank && t->lsaRankOf[r] == t->lsaRank);
+    peers[r] = yes ? 1 : 0;
+  }
+}
+
+/* One rank's verdict and what the others need, allgathered. */
+typedef struct {
+  int32_t status;
+  int32_t path;
+  uint64_t stagingBytes;
+  cco_net_rkey rkey;
+  uint8_t addr[CCO_NET_ADDR_MAX];
+} gda_hello;
+
+/* Allgathers status + payload; returns the first failure (naming the rank)
+ * or ccoSuccess on every rank. `all` has nRanks entries of `size` bytes,
+ * each starting with an int32_t status; this rank's is filled. */
+static ccoResult_t agree(ccoComm* comm, void* all, size_t size, bool locked, const char* what) {
+  ccoResult_t res = locked ? cco_bootstrap_allgather(&comm->boot, comm, all, size)
+                           : ccoBootstrapAllGather(comm, (char*)all + (size_t)comm->rank * size, all, size);
+  if (res != ccoSuccess) return res;
+  int32_t mine = *(int32_t*)((char*)all + (size_t)comm->rank * size);
+  if (mine != ccoSuccess) return (ccoResult_t)mine;
+  for (int r = 0; r < comm->nRanks; r++)
+    if (*(int32_t*)((char*)all + (size_t)r * size) != ccoSuccess)
+      return cco_error(comm, ccoRemoteError, CCO_SUBSYS_GDA, "rank %d: %s failed on rank %d", comm->rank, what, r);
+  return ccoSuccess;
+}
+
+/* -------------------------------------------------------------- windows */
+
+static void win_free(cco_gda_proxy* px, gda_win* w) {
+  if (w->mr) cco_net_mr_dereg(px->net, w->mr);
+  free(w->rkeys);
+  free(w->has);
+  free(w);
+}
+
+static ccoResult_t win_new(cco_gda_proxy* px, uint64_t offset, uint64_t size, void* local, gda_win** out) {
+  gda_win* w = calloc(1, sizeof(*w));
+  if (w) {
+    w->rkeys = calloc((size_t)px->nRanks, sizeof(cco_net_rkey));
+    w->has = calloc((size_t)px->nRanks, 1);
+  }
+  if (!w || !w->rkeys || !w->has) {
+    if (w) win_free(px, w);
+    return cco_error(px->comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  }
+  w->offset = offset, w->size = size, w->local = local;
+  if (px->path == GDA_PATH_DIRECT) {
+    cco_net_rkey rk;
+    ccoResult_t res = cco_net_mr_reg(px->net, local, size, CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE, &w->mr, &rk);
+    if (res != ccoSuccess) {
+      win_free(px, w);
+      return res;
+    }
+    w->rkeys[px->rank] = rk;
+  }
+  memset(w->has, 1, (size_t)px->nRanks); /* staged: the target checks its own table */
+  *out = w;
+  return ccoSuccess;
+}
+
+typedef struct {
+  int32_t status;
+  int32_t pad;
+  uint64_t offset, size;
+  cco_net_rkey rkey;
+} win_entry;
+
+/* Direct path, at proxy creation: registers every window there is, then
+ * matches each with the peers' windows at the same offset. */
+static ccoResult_t register_existing(cco_gda_proxy* px) {
+  ccoComm* comm = px->comm;
+  cco_symm* m = &comm->mem;
+  int n = 0, cap = 0;
+  pthread_mutex_lock(&m->lock);
+  for (cco_window_rec* w = m->windows; w; w = w->next) cap++;
+  win_entry* mine = calloc((size_t)cap + 1, sizeof(win_entry));
+  ccoResult_t res = mine ? ccoSuccess : cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  for (cco_window_rec* w = m->windows; res == ccoSuccess && w; w = w->next) {
+    gda_win* g = NULL;
+    res = win_new(px, w->desc.offset, w->desc.size, w->localPtr, &g);
+    if (res != ccoSuccess) break;
+    g->next = px->wins;
+    px->wins = g;
+    mine[n++] = (win_entry){ccoSuccess, 0, g->offset, g->size, g->rkeys[px->rank]};
+  }
+  pthread_mutex_unlock(&m->lock);
+  /* How many entries each rank sends, then the entries. */
+  int32_t* counts = calloc((size_t)comm->nRanks, 2 * sizeof(int32_t));
+  if (!counts) res = ccoOutOfMemory;
+  if (counts) {
+    counts[2 * comm->rank] = res;
+    counts[2 * comm->rank + 1] = n;
+  }
+  ccoResult_t agreed = counts ? agree(comm, counts, 2 * sizeof(int32_t), false, "GDA window registration") : res;
+  int most = 0;
+  for (int r = 0; agreed == ccoSuccess && r < comm->nRanks; r++)
+    if (counts[2 * r + 1] > most) most = counts[2 * r + 1];
+  free(counts);
+  win_entry* all = agreed == ccoSuccess && most ? calloc((size_t)comm->nRanks * (size_t)most, sizeof(win_entry)) : NULL;
+  if (agreed == ccoSuccess && most && !all) agreed = cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  if (all) {
+    memcpy(&all[(size_t)comm->rank * (size_t)most], mine, (size_t)n * sizeof(win_entry));
+    agreed = agree(comm, all, (size_t)most * sizeof(win_entry), false, "GDA window key exchange");
+  }
+  for (int r = 0; all && agreed == ccoSuccess && r < comm->nRanks; r++)
+    for (int i = 0; i < most; i++) {
+      win_entry* e = &all[(size_t)r * (size_t)most + (size_t)i];
+      for (gda_win* g = px->wins; e->size && g; g = g->next)
+        if (g->offset == e->offset && g->size == e->size) {
+          g->rkeys[r] = e->rkey;
+          g->has[r] = 1;
+        }
+    }
+  free(all);
+  free(mine);
+  return agreed;
+}
+
+ccoResult_t cco_gda_window_added(ccoComm* comm, uint64_t offset, uint64_t size, void* localPtr) {
+  cco_gda_proxy* px = comm->gda;
+  if (!px) return ccoSuccess;
+  gda_win* g = NULL;
+  win_entry* all = calloc((size_t)comm->nRanks, sizeof(win_entry));
+  if (!all) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  ccoResult_t res = win_new(px, offset, size, localPtr, &g);
+  all[comm->rank] = (win_entry){res, 0, offset, size, g ? g->rkeys[comm->rank] : (cco_net_rkey){0, 0}};
+  res = agree(comm, all, sizeof(win_entry), true, "GDA window registration");
+  if (res == ccoSuccess) {
+    for (int r = 0; r < comm->nRanks; r++) {
+      g->rkeys[r] = all[r].rkey;
+      g->has[r] = all[r].offset == offset && all[r].size == size;
+    }
+    pthread_mutex_lock(&px->lock);
+    g->next = px->wins;
+    px->wins = g;
+    pthread_mutex_unlock(&px->lock);
+  } else if (g) {
+    win_free(px, g);
+  }
+  free(all);
+  return res;
+}
+
+void cco_gda_window_removed(ccoComm* comm, uint64_t offset) {
+  cco_gda_proxy* px = comm->gda;
+  if (!px) return;
+  pthread_mutex_lock(&px->lock);
+  for (gda_win** it = &px->wins; *it; it = &(*it)->next)
+    if ((*it)->offset == offset) {
+      gda_win* w = *it;
+      *it = w->next;
+      win_free(px, w);
+      break;
+    }
+  pthread_mutex_unlock(&px->lock);
+}
+
+/* ---------------------------------------------------------------- proxy */
+
+static ccoResult_t proxy_open(cco_gda_proxy* px, gda_hello* hello) {
+  ccoComm* comm = px->comm;
+  int want = cco_env_enum(CCO_ENV_ID_CCO_GDA_PATH); /* auto, direct, staged */
+  bool gpu = comm->mem.platform.kind == CCO_PLATFORM_CUDA;
+  px->path = want == 2 || (want == 0 && gpu) ? GDA_PATH_STAGED : GDA_PATH_DIRECT;
+  cco_net_config cfg;
+  cco_net_config_from_env(&cfg);
+  cfg.needHmem = px->path == GDA_PATH_DIRECT && gpu;
+  CCO_CHECK(cco_net_open(&cfg, &px->net));
+  px->maxMsg = cco_net_max_msg(px->net);
+  CCO_CHECK(cco_net_local_addr(px->net, hello->addr));
+  if (px->path == GDA_PATH_STAGED) {
+    CCO_CHECK(gda_staged_create(px));
+    hello->rkey = gda_staged_rkeys(px)[px->rank];
+    hello->stagingBytes = (uint64_t)cco_env_int(CCO_ENV_ID_CCO_GDA_STAGING_BYTES);
+  }
+  return ccoSuccess;
+}
+
+static void proxy_release(cco_gda_proxy* px) {
+  gda_staged_destroy(px);
+  while (px->wins) {
+    gda_win* w = px->wins;
+    px->wins = w->next;
+    win_free(px, w);
+  }
+  if (px->net) cco_net_close(px->net);
+  pthread_mutex_destroy(&px->lock);
+  free(px);
+}
+
+static ccoResult_t proxy_create(ccoComm* comm) {
+  cco_gda_proxy* px = calloc(1, sizeof(*px));
+  gda_hello* all = calloc((size_t)comm->nRanks, sizeof(gda_hello));
+  uint8_t* addrs = calloc((size_t)comm->nRanks, CCO_NET_ADDR_MAX);
+  if (!px || !all || !addrs) {
+    free(px), free(all), free(addrs);
+    return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  }
+  px->comm = comm;
+  px->rank = comm->rank;
+  px->nRanks = comm->nRanks;
+  px->slotBase = cco_symm_slot_base(&comm->mem, comm->mem.lsaRank);
+  pthread_mutex_init(&px->lock, NULL);
+  gda_hello* me = &all[comm->rank];
+  me->status = proxy_open(px, me);
+  me->path = px->path;
+  ccoResult_t res = agree(comm, all, sizeof(gda_hello), false, "opening the GDA network engine");
+  for (int r = 0; res == ccoSuccess && r < comm->nRanks; r++) {
+    if (all[r].path != me->path || all[r].stagingBytes != me->stagingBytes)
+      res = cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                      "rank %d: ranks %d and %d disagree on the GDA path (%s vs %s) or "
+                      "CCO_GDA_STAGING_BYTES (%llu vs %llu)",
+                      comm->rank, comm->rank, r, me->path ? "staged" : "direct", all[r].path ? "staged" : "direct",
+                      (unsigned long long)me->stagingBytes, (unsigned long long)all[r].stagingBytes);
+    memcpy(addrs + (size_t)r * CCO_NET_ADDR_MAX, all[r].addr, CCO_NET_ADDR_MAX);
+    if (px->staged) gda_staged_rkeys(px)[r] = all[r].rkey;
+  }
+  if (res == ccoSuccess) res = cco_net_connect(px->net, comm->nRanks, addrs);
+  int32_t ok[2] = {res, 0};
+  int32_t* oks = calloc((size_t)comm->nRanks, sizeof(ok));
+  if (oks) {
+    memcpy(&oks[2 * comm->rank], ok, sizeof(ok));
+    ccoResult_t a = agree(comm, oks, sizeof(ok), false, "connecting the GDA network engine");
+    if (res == ccoSuccess) res = a;
+    free(oks);
+  } else if (res == ccoSuccess) {
+    res = cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  }
+  if (res == ccoSuccess && px->path == GDA_PATH_DIRECT) res = register_existing(px);
+  if (res == ccoSuccess && px->path == GDA_PATH_STAGED) {
+    /* The staged path still needs the window table, to check addresses. */
+    cco_symm* m = &comm->mem;
+    pthread_mutex_lock(&m->lock);
+    for (cco_window_rec* w = m->windows; res == ccoSuccess && w; w = w->next) {
+      gda_win* g = NULL;
+      res = win_new(px, w->desc.offset, w->desc.size, w->localPtr, &g);
+      if (res == ccoSuccess) g->next = px->wins, px->wins = g;
+    }
+    pthread_mutex_unlock(&m->lock);
+  }
+  if (res == ccoSuccess) res = gda_proxy_start(px);
+  free(all);
+  free(addrs);
+  if (res != ccoSuccess) {
+    proxy_release(px);
+    return res;
+  }
+  comm->gda = px;
+  CCO_INFO(GDA, "rank %d: GDA proxy up, %s path, engine: %s", comm->rank,
+           px->path == GDA_PATH_STAGED ? "staged" : "direct", cco_net_describe(px->net));
+  return ccoSuccess;
+}
+
+void cco_gda_proxy_stop(ccoComm* comm) {
+  cco_gda_proxy* px = comm->gda;
+  if (!px || !px->threadStarted) return;
+  atomic_store(&px->stop, true);
+  pthread_join(px->thread, NULL);
+  px->threadStarted = false;
+}
+
+void cco_gda_proxy_free(ccoComm* comm) {
+  cco_gda_proxy* px = comm->gda;
+  if (!px) return;
+  cco_gda_proxy_stop(comm);
+  proxy_release(px);
+  comm->gda = NULL;
+}
+
+/* ---------------------------------------------------------------- state */
+
+static void state_free(ccoComm* comm, gda_state* st) {
+  cco_platform* p = &comm->mem.platform;
+  cco_gda_proxy* px = comm->gda;
+  if (px && st->signalsMr) cco_net_mr_dereg(px->net, st->signalsMr);
+  if (px && st->valuesMr) cco_net_mr_dereg(px->net, st->valuesMr);
+  void* descs[] = {st->tailsMem, st->contextsDev, st->peersDev, st->epochsDev, st->devState};
+  for (size_t i = 0; i < sizeof(descs) / sizeof(descs[0]); i++)
+    if (descs[i]) p->ops->desc_free(p, descs[i]);
+  void* maps[] = {st->slotsMem, st->headsMem, st->signalsMem, st->countersMem};
+  for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+    if (maps[i]) p->ops->hostmap_free(p, maps[i]);
+  if (st->rings)
+    for (int i = 0; i < st->nRings; i++) free(st->rings[i].ops);
+  free(st->rings);
+  free(st->values);
+  free(st->peers);
+  free(st->signalRkeys);
+  free(st);
+}
+
+static ccoResult_t zeroed_desc(cco_platform* p, size_t bytes, void** out) {
+  void* zeros = calloc(1, bytes);
+  if (!zeros) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  ccoResult_t res = p->ops->desc_alloc(p, bytes, out);
+  if (res == ccoSuccess) res = p->ops->copy_to_device(p, *out, zeros, bytes);
+  free(zeros);
+  return res;
+}
+
+static ccoResult_t state_build(ccoComm* comm, gda_state* st, const ccoDevCommRequirements* reqs, uint64_t* devAddr,
+                               cco_net_rkey* signalKey) {
+  cco_platform* p = &comm->mem.platform;
+  cco_gda_proxy* px = comm->gda;
+  uint32_t ctxs = reqs->gdaContextCount, depth = reqs->gdaQueueDepth;
+  uint32_t barriers = reqs->railGdaBarrierCount + reqs->barrierCount;
+  st->connectionType = reqs->gdaConnectionType;
+  st->depth = depth;
+  st->nRings = (int)ctxs;
+  st->counterCount = reqs->gdaCounterCount;
+  st->signalTotal = reqs->gdaSignalCount + barriers * (uint32_t)comm->topo.teams[ccoTeamRail].nRanks;
+  st->rings = calloc(ctxs, sizeof(gda_ring));
+  st->peers = calloc((size_t)comm->nRanks, 1);
+  st->signalRkeys = calloc((size_t)comm->nRanks, sizeof(cco_net_rkey));
+  if (!st->rings || !st->peers || !st->signalRkeys) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  peer_table(comm, st->connectionType, st->peers);
+  uint64_t slotsDev = 0, headsDev = 0, signalsDev = 0, countersDev = 0;
+  CCO_CHECK(p->ops->hostmap_alloc(p, (size_t)ctxs * depth * sizeof(ccoGdaSlot), &st->slotsMem, &slotsDev));
+  CCO_CHECK(p->ops->hostmap_alloc(p, (size_t)ctxs * GDA_LINE, &st->headsMem, &headsDev));
+  CCO_CHECK(p->ops->hostmap_alloc(p, ((size_t)st->signalTotal + 1) * 8, &st->signalsMem, &signalsDev));
+  CCO_CHECK(p->ops->hostmap_alloc(p, ((size_t)st->counterCount + 1) * 8, &st->countersMem, &countersDev));
+  st->signalsHost = st->signalsMem;
+  st->countersHost = st->countersMem;
+  CCO_CHECK(zeroed_desc(p, (size_t)ctxs * GDA_LINE, &st->tailsMem));
+  CCO_CHECK(zeroed_desc(p, ((size_t)barriers + 1) * 8, &st->epochsDev));
+  CCO_CHECK(p->ops->desc_alloc(p, (size_t)comm->nRanks, &st->peersDev));
+  CCO_CHECK(p->ops->copy_to_device(p, st->peersDev, st->peers, (size_t)comm->nRanks));
+  if (px->path == GDA_PATH_DIRECT) {
+    st->values = calloc((size_t)ctxs * depth, sizeof(uint64_t));
+    if (!st->values) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+    cco_net_rkey unused;
+    CCO_CHECK(cco_net_mr_reg(px->net, st->values, (size_t)ctxs * depth * sizeof(uint64_t), CCO_NET_ACCESS_LOCAL,
+                             &st->valuesMr, &unused));
+    CCO_CHECK(cco_net_mr_reg(px->net, st->signalsMem, ((size_t)st->signalTotal + 1) * 8,
+                             CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE, &st->signalsMr, signalKey));
+  }
+  ccoGdaContextDev table[CCO_GDA_MAX_CONTEXTS];
+  memset(table, 0, sizeof(table));
+  for (uint32_t i = 0; i < ctxs; i++) {
+    gda_ring* r = &st->rings[i];
+    r->st = st;
+    r->context = (int)i;
+    r->depth = depth;
+    r->slots = (ccoGdaSlot*)st->slotsMem + (size_t)i * depth;
+    r->headHost = (uint64_t*)((char*)st->headsMem + (size_t)i * GDA_LINE);
+    r->ops = calloc(depth, sizeof(gda_op));
+    if (!r->ops) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+    table[i].slots = slotsDev + (uint64_t)i * depth * sizeof(ccoGdaSlot);
+    table[i].tail = (uint64_t)(uintptr_t)st->tailsMem + (uint64_t)i * GDA_LINE;
+    table[i].head = headsDev + (uint64_t)i * GDA_LINE;
+  }
+  CCO_CHECK(p->ops->desc_alloc(p, ctxs * sizeof(ccoGdaContextDev), &st->contextsDev));
+  CCO_CHECK(p->ops->copy_to_device(p, st->contextsDev, table, ctxs * sizeof(ccoGdaContextDev)));
+  ccoGdaDev dev;
+  memset(&dev, 0, sizeof(dev));
+  dev.contextCount = ctxs;
+  dev.queueDepth = depth;
+  dev.signalCount = reqs->gdaSignalCount;
+  dev.counterCount = reqs->gdaCounterCount;
+  dev.worldSize = comm->nRanks;
+  dev.connectionType = reqs->gdaConnectionType;
+  dev.teamKind = reqs->gdaConnectionType == CCO_GDA_CONNECTION_FULL   ? ccoTeamWorld
+                 : reqs->gdaConnectionType == CCO_GDA_CONNECTION_RAIL ? ccoTeamRail
+                                                                      : ccoTeamCrossNode;
+  dev.barrierCount = barriers;
+  dev.contexts = (uint64_t)(uintptr_t)st->contextsDev;
+  dev.peers = (uint64_t)(uintptr_t)st->peersDev;
+  dev.signals = signalsDev;
+  dev.counters = countersDev;
+  dev.barrierEpochs = (uint64_t)(uintptr_t)st->epochsDev;
+  CCO_CHECK(p->ops->desc_alloc(p, sizeof(dev), &st->devState));
+  CCO_CHECK(p->ops->copy_to_device(p, st->devState, &dev, sizeof(dev)));
+  *devAddr = (uint64_t)(uintptr_t)st->devState;
+  return ccoSuccess;
+}
+
+typedef struct {
+  int32_t status;
+  int32_t pad;
+  cco_net_rkey signals;
+} state_hello;
+
+ccoResult_t cco_gda_state_create(ccoComm* comm, uint64_t id, const ccoDevCommRequirements* reqs, gda_state** out,
+                                 uint64_t* devAddr) {
+  if (!comm->gda) CCO_CHECK(proxy_create(comm));
+  cco_gda_proxy* px = comm->gda;
+  gda_state* st = calloc(1, sizeof(*st));
+  state_hello* all = calloc((size_t)comm->nRanks, sizeof(state_hello));
+  ccoResult_t res = st && all ? ccoSuccess : cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  if (st) st->id = id;
+  pthread_mutex_lock(&comm->mem.lock);
+  if (res == ccoSuccess) res = state_build(comm, st, reqs, devAddr, &all[comm->rank].signals);
+  pthread_mutex_unlock(&comm->mem.lock);
+  if (all) {
+    all[comm->rank].status = res;
+    res = agree(comm, all, sizeof(state_hello), false, "creating the GDA state");
+  }
+  if (res == ccoSuccess)
+    for (int r = 0; r < comm->nRanks; r++) st->signalRkeys[r] = all[r].signals;
+  free(all);
+  if (res != ccoSuccess) {
+    if (st) {
+      pthread_mutex_lock(&comm->mem.lock);
+      state_free(comm, st);
+      pthread_mutex_unlock(&comm->mem.lock);
+    }
+    return res;
+  }
+  pthread_mutex_lock(&px->lock);
+  st->next = px->states;
+  px->states = st;
+  pthread_mutex_unlock(&px->lock);
+  *out = st;
+  CCO_INFO(GDA, "rank %d: GDA state of device communicator %llu: %d contexts x %u slots, %u signals, %u counters",
+           comm->rank, (unsigned long long)id, st->nRings, st->depth, reqs->gdaSignalCount, st->counterCount);
+  return ccoSuccess;
+}
+
+void cco_gda_state_destroy(ccoComm* comm, gda_state* st) {
+  if (!st) return;
+  cco_gda_proxy* px = comm->gda;
+  if (px) {
+    pthread_mutex_lock(&px->lock);
+    for (gda_state** it = &px->states; *it; it = &(*it)->next)
+      if (*it == st) {
+        *it = st->next;
+        break;
+      }
+    pthread_mutex_unlock(&px->lock);
+  }
+  state_free(comm, st);
+}

@@ -1,0 +1,669 @@
+/*
+ * The staged GDA path: window memory the network engine cannot reach (GPU
+ * memory under a provider without FI_HMEM) moves through pinned host
+ * bounce buffers at both ends, and the target's proxy does its side.
+ *
+ * Each proxy owns one registered bounce region, the same layout on every
+ * rank:
+ *   inbox   [source][N] messages       written by sources
+ *   counts  [source]    messages ready  remote-added by sources
+ *   acks    [target]    messages done   remote-added by targets
+ *   msgOut  [target][N] message sources of our writes
+ *   landing [source]    put data        written by sources
+ *   out                 data going out  (put sources, get replies we serve)
+ *   reply               data coming back (our gets)
+ *
+ * A put chunk: copy out (GPU -> out), write out -> target's landing zone,
+ * then write the message into the target's inbox, then add to the target's
+ * count (each step after the previous one completed: delivery complete, so
+ * nothing is read before it is there). The target takes messages in order,
+ * copies landing -> window on its stream, applies the signal once the copy
+ * is done (so never before the data), and adds to our ack word; acks free
+ * the landing space and complete the chunk. A get sends a message; the
+ * target copies out and writes the reply, then acks; we copy the reply in.
+ * Messages of one source are taken, finished and acknowledged in order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/gda/gda_internal.h"
+
+#define GDA_INBOX_SLOTS 64u /* messages in flight per (source, target) */
+
+enum { MSG_PUT = 1, MSG_PUT_VALUE = 2, MSG_SIGNAL = 3, MSG_GET = 4 };
+
+typedef struct {
+  uint32_t kind;
+  uint32_t signal;
+  uint64_t stateId;
+  uint64_t addr;    /* slot offset at the target: put destination, get source */
+  uint64_t bytes;   /* put/get length; put-value size */
+  uint64_t zoneOff; /* put: offset in the target's landing zone for us; get: in our reply area */
+  uint64_t value;   /* put-value */
+  uint64_t signalValue;
+  uint32_t signalOp;
+  uint32_t pad;
+} gda_msg;
+_Static_assert(sizeof(gda_msg) == 64, "gda_msg layout");
+
+/* Bytes handed out in order, given back in any order: space is reclaimed
+ * from the oldest allocation on. */
+typedef struct {
+  uint64_t off, len;
+  bool freed;
+} fifo_block;
+
+typedef struct {
+  uint64_t size, head, tail; /* bytes, monotonic */
+  fifo_block* blocks;
+  uint32_t cap, first, count;
+} fifo_alloc;
+
+enum { CH_PUT, CH_PUT_VALUE, CH_SIGNAL, CH_GET, CH_RX_PUT, CH_RX_GET };
+enum { ST_COPYING, ST_SEND_DATA, ST_DATA, ST_SEND_MSG, ST_MSG, ST_WRITTEN, ST_SEND_REPLY, ST_REPLY };
+
+typedef struct gda_chunk {
+  int kind, state, peer;
+  bool signals; /* rx: apply the message's signal when the copy is done */
+  uint64_t msg; /* message number (ours to peer, or peer's to us) */
+  gda_op* op;   /* tx */
+  uint64_t len;
+  uint64_t outOff;  /* piece of the out area, or UINT64_MAX */
+  uint64_t zoneOff; /* landing offset at the target (put), reply offset (get) */
+  uint64_t local;   /* tx get: local slot offset of the data */
+  gda_msg m;        /* rx: the message */
+  uint64_t jobSeq;
+  struct gda_chunk* next;
+} gda_chunk;
+
+/* Copies in stream order; each job ends with a stream write of its
+ * number to a host-mapped word, so the proxy polls instead of blocking. */
+typedef struct {
+  void* stream;
+  uint64_t* doneHost;
+  uint64_t doneDev;
+  uint64_t issued;
+  gda_chunk *first, *last;
+} gda_fifo;
+
+typedef struct {
+  uint64_t msgSeq, published, ackSeen;
+  bool written[GDA_INBOX_SLOTS];
+  gda_chunk* meta[GDA_INBOX_SLOTS];
+  fifo_alloc land;
+} gda_tx;
+
+typedef struct {
+  uint64_t taken, donePrefix, ackPosted;
+  bool done[GDA_INBOX_SLOTS];
+} gda_rx;
+
+struct gda_staged {
+  char* mem;
+  uint64_t memDev;
+  size_t memBytes;
+  void* wordsMem; /* hostmap: the two fifos' done words */
+  uint64_t wordsDev;
+  cco_net_mr* mr;
+  cco_net_rkey* rkeys; /* [nRanks] */
+  uint64_t inboxOff, countOff, ackOff, msgOutOff, landOff, outOff, replyOff;
+  uint64_t landBytes, outBytes, chunk;
+  fifo_alloc out, reply;
+  gda_fifo txq, rxq;
+  gda_tx* tx;
+  gda_rx* rx;
+  gda_chunk* pool;
+  gda_chunk* freeList;
+  gda_chunk *readyFirst, *readyLast;
+};
+
+/* ------------------------------------------------------------ allocators */
+
+static bool fifo_init(fifo_alloc* f, uint64_t size, uint32_t cap) {
+  memset(f, 0, sizeof(*f));
+  f->size = size;
+  f->cap = cap;
+  f->blocks = calloc(cap, sizeof(fifo_block));
+  return f->blocks != NULL;
+}
+
+static void fifo_push(fifo_alloc* f, uint64_t off, uint64_t len, bool freed) {
+  fifo_block* b = &f->blocks[(f->first + f->count++) % f->cap];
+  b->off = off, b->len = len, b->freed = freed;
+  f->tail += len;
+}
+
+/* Offset of len contiguous bytes, or UINT64_MAX when there is no room. */
+static uint64_t fifo_alloc_bytes(fifo_alloc* f, uint64_t len) {
+  uint64_t pos = f->tail % f->size;
+  uint64_t pad = pos + len > f->size ? f->size - pos : 0;
+  if (len == 0 || len > f->size || f->count + 2 > f->cap || f->size - (f->tail - f->head) < pad + len)
+    return UINT64_MAX;
+  if (pad) fifo_push(f, pos, pad, true);
+  uint64_t off = (f->tail % f->size);
+  fifo_push(f, off, len, false);
+  return off;
+}
+
+static void fifo_free(fifo_alloc* f, uint64_t off) {
+  for (uint32_t i = 0; i < f->count; i++) {
+    fifo_block* b = &f->blocks[(f->first + i) % f->cap];
+    if (!b->freed && b->off == off) {
+      b->freed = true;
+      break;
+    }
+  }
+  while (f->count && f->blocks[f->first].freed) {
+    f->head += f->blocks[f->first].len;
+    f->first = (f->first + 1) % f->cap;
+    f->count--;
+  }
+}
+
+/* ------------------------------------------------------------------ jobs */
+
+static gda_chunk* chunk_new(gda_staged* s) {
+  gda_chunk* c = s->freeList;
+  if (!c) return NULL;
+  s->freeList = c->next;
+  memset(c, 0, sizeof(*c));
+  c->outOff = UINT64_MAX;
+  return c;
+}
+
+static void chunk_free(gda_staged* s, gda_chunk* c) {
+  c->next = s->freeList;
+  s->freeList = c;
+}
+
+static void ready_push(gda_staged* s, gda_chunk* c) {
+  c->next = NULL;
+  if (s->readyLast) s->readyLast->next = c;
+  else s->readyFirst = c;
+  s->readyLast = c;
+}
+
+/* Enqueues a copy (bytes may be 0: a pure ordering point) and its marker. */
+static ccoResult_t job(cco_gda_proxy* px, gda_fifo* q, gda_chunk* c, uint64_t dst, uint64_t src, uint64_t bytes) {
+  cco_platform* p = &px->comm->mem.platform;
+  if (bytes) CCO_CHECK(p->ops->copy_async(p, q->stream, dst, src, bytes));
+  CCO_CHECK(p->ops->write_value_async(p, q->stream, q->doneDev, q->issued + 1));
+  c->jobSeq = ++q->issued;
+  c->state = ST_COPYING;
+  c->next = NULL;
+  if (q->last) q->last->next = c;
+  else q->first = c;
+  q->last = c;
+  return ccoSuccess;
+}
+
+static uint64_t local_addr(cco_gda_proxy* px, uint64_t slotOff) {
+  return (uint64_t)(uintptr_t)(px->slotBase + slotOff);
+}
+
+static uint64_t bounce(gda_staged* s, uint64_t off) { return (uint64_t)(uintptr_t)(s->mem + off); }
+
+static uint64_t inbox_slot(gda_staged* s, int source, uint64_t msg) {
+  return s->inboxOff + ((uint64_t)source * GDA_INBOX_SLOTS + (msg % GDA_INBOX_SLOTS)) * sizeof(gda_msg);
+}
+
+/* ------------------------------------------------------------ initiator */
+
+static void tx_chunk_done(cco_gda_proxy* px, gda_chunk* c) {
+  gda_op* op = c->op;
+  chunk_free(px->staged, c);
+  if (op->outstanding) op->outstanding--;
+  if (!op->outstanding && op->issued >= op->d.bytes && !op->done) gda_op_complete(px, op);
+}
+
+/* A new message to `peer` (ours to fill), or NULL when its inbox is full. */
+static gda_chunk* tx_open(cco_gda_proxy* px, gda_op* op, int kind) {
+  gda_staged* s = px->staged;
+  gda_tx* t = &s->tx[op->d.peer];
+  if (t->msgSeq - t->ackSeen >= GDA_INBOX_SLOTS) return NULL;
+  gda_chunk* c = chunk_new(s);
+  if (!c) return NULL;
+  c->kind = kind;
+  c->peer = op->d.peer;
+  c->op = op;
+  return c;
+}
+
+static gda_msg* tx_commit(cco_gda_proxy* px, gda_chunk* c) {
+  gda_staged* s = px->staged;
+  gda_tx* t = &s->tx[c->peer];
+  c->msg = t->msgSeq++;
+  t->meta[c->msg % GDA_INBOX_SLOTS] = c;
+  t->written[c->msg % GDA_INBOX_SLOTS] = false;
+  c->op->outstanding++;
+  gda_msg* m = (gda_msg*)(s->mem + s->msgOutOff +
+                          ((uint64_t)c->peer * GDA_INBOX_SLOTS + c->msg % GDA_INBOX_SLOTS) * sizeof(gda_msg));
+  memset(m, 0, sizeof(*m));
+  m->stateId = c->op->ring->st->id;
+  return m;
+}
+
+static void tx_fail(cco_gda_proxy* px, gda_op* op, ccoResult_t res) {
+  gda_proxy_fail(px, res);
+  op->issued = op->d.bytes;
+  if (!op->outstanding) gda_op_complete(px, op);
+}
+
+void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op) {
+  gda_staged* s = px->staged;
+  ccoGdaSlot* d = &op->d;
+  if (op->done) return;
+  if (d->op == CCO_GDA_OP_COUNTER || d->op == CCO_GDA_OP_FENCE) {
+    if (op->ring->head == op->ticket) gda_op_complete(px, op);
+    return;
+  }
+  if (op->signalSent) { /* every message of the op exists: wait for acks */
+    return;
+  }
+  if (d->op == CCO_GDA_OP_SIGNAL && op->ring->head != op->ticket) return;
+  if (!op->localWin && (d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET)) {
+    op->localWin = gda_find_win(px, d->local, d->bytes);
+    if (!op->localWin) {
+      tx_fail(px, op, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                                "rank %d: GDA op %u to rank %d: local slot offset %#llx (+%llu bytes) "
+                                "is not inside a window of this rank",
+                                px->rank, d->op, d->peer, (unsigned long long)d->local,
+                                (unsigned long long)d->bytes));
+      return;
+    }
+  }
+  bool putLike = d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_PUT_VALUE || d->op == CCO_GDA_OP_SIGNAL;
+  if ((d->op == CCO_GDA_OP_PUT && d->bytes == 0 && d->signalOp == ccoGdaSignalOpNone) ||
+      (d->op == CCO_GDA_OP_GET && d->bytes == 0)) {
+    op->signalSent = true;
+    gda_op_complete(px, op); /* nothing to move */
+    return;
+  }
+  for (;;) {
+    uint64_t left = d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET ? d->bytes - op->issued : 0;
+    uint64_t len = left < s->chunk ? left : s->chunk;
+    gda_chunk* c = tx_open(px, op, d->op == CCO_GDA_OP_PUT        ? CH_PUT
+                                   : d->op == CCO_GDA_OP_GET      ? CH_GET
+                                   : d->op == CCO_GDA_OP_PUT_VALUE ? CH_PUT_VALUE
+                                                                  : CH_SIGNAL);
+    if (!c) return;
+    c->len = len;
+    if (d->op == CCO_GDA_OP_PUT && len) {
+      gda_tx* t = &s->tx[d->peer];
+      c->zoneOff = fifo_alloc_bytes(&t->land, len);
+      c->outOff = c->zoneOff == UINT64_MAX ? UINT64_MAX : fifo_alloc_bytes(&s->out, len);
+      if (c->outOff == UINT64_MAX) {
+        if (c->zoneOff != UINT64_MAX) fifo_free(&t->land, c->zoneOff);
+        chunk_free(s, c);
+        return;
+      }
+    } else if (d->op == CCO_GDA_OP_GET) {
+      c->zoneOff = fifo_alloc_bytes(&s->reply, len);
+      if (c->zoneOff == UINT64_MAX) {
+        chunk_free(s, c);
+        return;
+      }
+      c->local = d->local + op->issued;
+    }
+    gda_msg* m = tx_commit(px, c);
+    m->kind = d->op == CCO_GDA_OP_PUT ? MSG_PUT
+              : d->op == CCO_GDA_OP_GET ? MSG_GET
+              : d->op == CCO_GDA_OP_PUT_VALUE ? MSG_PUT_VALUE
+                                              : MSG_SIGNAL;
+    m->addr = d->remote + op->issued;
+    m->bytes = d->op == CCO_GDA_OP_PUT_VALUE ? d->bytes : len;
+    m->zoneOff = c->zoneOff;
+    m->value = d->local;
+    bool last = len == left;
+    if (putLike && last) {
+      m->signalOp = d->signalOp;
+      m->signal = d->signal;
+      m->signalValue = d->signalValue;
+    }
+    if (d->op == CCO_GDA_OP_PUT && len) {
+      op->localLeft++;
+      ccoResult_t res = job(px, &s->txq, c, bounce(s, s->outOff + c->outOff),
+                            local_addr(px, d->local + op->issued), len);
+      if (res != ccoSuccess) gda_proxy_fail(px, res);
+    } else {
+      c->state = ST_SEND_MSG;
+      ready_push(s, c);
+    }
+    op->issued += len;
+    if (last) {
+      op->signalSent = true; /* every message exists */
+      return;
+    }
+  }
+}
+
+/* Posts what is ready; stops at the first busy engine. */
+static int post_ready(cco_gda_proxy* px) {
+  gda_staged* s = px->staged;
+  int n = 0;
+  while (s->readyFirst) {
+    gda_chunk* c = s->readyFirst;
+    ccoResult_t res;
+    if (c->state == ST_SEND_DATA) {
+      res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
+                          s->landOff + (uint64_t)px->rank * s->landBytes + c->zoneOff,
+                          GDA_TAG(c, GDA_TAG_CHUNK_DATA));
+    } else if (c->state == ST_SEND_MSG) {
+      uint64_t src = s->msgOutOff + ((uint64_t)c->peer * GDA_INBOX_SLOTS + c->msg % GDA_INBOX_SLOTS) * sizeof(gda_msg);
+      res = cco_net_write(px->net, c->peer, s->mem + src, s->mr, sizeof(gda_msg), s->rkeys[c->peer],
+                          inbox_slot(s, px->rank, c->msg), GDA_TAG(c, GDA_TAG_CHUNK_MSG));
+    } else { /* ST_SEND_REPLY */
+      res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
+                          s->replyOff + c->m.zoneOff, GDA_TAG(c, GDA_TAG_REPLY));
+    }
+    if (res == CCO_NET_BUSY) break;
+    s->readyFirst = c->next;
+    if (!s->readyFirst) s->readyLast = NULL;
+    n++;
+    if (res != ccoSuccess) {
+      gda_proxy_fail(px, res);
+      continue;
+    }
+    c->state = c->state == ST_SEND_DATA ? ST_DATA : c->state == ST_SEND_MSG ? ST_MSG : ST_REPLY;
+  }
+  return n;
+}
+
+/* Tells each target how many of our messages are written, in order. */
+static int publish(cco_gda_proxy* px) {
+  gda_staged* s = px->staged;
+  int n = 0;
+  for (int p = 0; p < px->nRanks; p++) {
+    gda_tx* t = &s->tx[p];
+    uint64_t upto = t->published;
+    while (upto != t->msgSeq && t->written[upto % GDA_INBOX_SLOTS]) upto++;
+    if (upto == t->published) continue;
+    ccoResult_t res = cco_net_atomic_add(px->net, p, upto - t->published, s->rkeys[p],
+                                         s->countOff + (uint64_t)px->rank * sizeof(uint64_t),
+                                         GDA_TAG(NULL, GDA_TAG_COUNT));
+    if (res == CCO_NET_BUSY) break;
+    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    for (uint64_t k = t->published; k != upto; k++) t->written[k % GDA_INBOX_SLOTS] = false;
+    t->published = upto;
+    n++;
+  }
+  return n;
+}
+
+/* Acks from targets: free landing space, finish put-like chunks, copy get
+ * replies in. */
+static int take_acks(cco_gda_proxy* px) {
+  gda_staged* s = px->staged;
+  int n = 0;
+  for (int p = 0; p < px->nRanks; p++) {
+    gda_tx* t = &s->tx[p];
+    uint64_t acked = __atomic_load_n((uint64_t*)(s->mem + s->ackOff) + p, __ATOMIC_ACQUIRE);
+    for (; t->ackSeen != acked && t->ackSeen != t->msgSeq; t->ackSeen++, n++) {
+      gda_chunk* c = t->meta[t->ackSeen % GDA_INBOX_SLOTS];
+      t->meta[t->ackSeen % GDA_INBOX_SLOTS] = NULL;
+      if (c->kind == CH_PUT && c->len) fifo_free(&t->land, c->zoneOff);
+      if (c->kind == CH_GET && c->len) {
+        ccoResult_t res = job(px, &s->txq, c, local_addr(px, c->local), bounce(s, s->replyOff + c->zoneOff), c->len);
+        if (res != ccoSuccess) gda_proxy_fail(px, res);
+      } else {
+        tx_chunk_done(px, c);
+      }
+    }
+  }
+  return n;
+}
+
+/* --------------------------------------------------------------- target */
+
+static void rx_done(cco_gda_proxy* px, int source, uint64_t msg) {
+  gda_rx* r = &px->staged->rx[source];
+  r->done[msg % GDA_INBOX_SLOTS] = true;
+  while (r->donePrefix != r->taken && r->done[r->donePrefix % GDA_INBOX_SLOTS]) {
+    r->done[r->donePrefix % GDA_INBOX_SLOTS] = false;
+    r->donePrefix++;
+  }
+}
+
+static bool rx_check(cco_gda_proxy* px, int source, const gda_msg* m, uint64_t bytes) {
+  if (gda_find_win(px, m->addr, bytes)) return true;
+  gda_proxy_fail(px, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                               "rank %d: GDA message %u from rank %d names slot offset %#llx (+%llu "
+                               "bytes), which is not inside a window of this rank",
+                               px->rank, m->kind, source, (unsigned long long)m->addr,
+                               (unsigned long long)bytes));
+  return false;
+}
+
+/* Takes the source's new messages in order; returns how many. */
+static int take_inbox(cco_gda_proxy* px, int source) {
+  gda_staged* s = px->staged;
+  gda_rx* r = &s->rx[source];
+  uint64_t count = __atomic_load_n((uint64_t*)(s->mem + s->countOff) + source, __ATOMIC_ACQUIRE);
+  int n = 0;
+  while (r->taken != count) {
+    const gda_msg* m = (const gda_msg*)(s->mem + inbox_slot(s, source, r->taken));
+    gda_chunk* c = chunk_new(s);
+    if (!c) break;
+    c->m = *m;
+    c->peer = source;
+    c->msg = r->taken;
+    c->len = m->kind == MSG_SIGNAL ? 0 : m->bytes;
+    c->signals = m->signalOp != ccoGdaSignalOpNone;
+    ccoResult_t res = ccoSuccess;
+    bool ok = m->kind >= MSG_PUT && m->kind <= MSG_GET && (m->kind == MSG_SIGNAL || rx_check(px, source, m, c->len));
+    if (ok && m->kind == MSG_GET) {
+      c->kind = CH_RX_GET;
+      c->outOff = c->len ? fifo_alloc_bytes(&s->out, c->len) : UINT64_MAX;
+      if (c->len && c->outOff == UINT64_MAX) {
+        chunk_free(s, c); /* no room: the next pass */
+        break;
+      }
+      if (c->len) {
+        res = job(px, &s->rxq, c, bounce(s, s->outOff + c->outOff), local_addr(px, m->addr), c->len);
+      } else {
+        c->state = ST_SEND_REPLY;
+        ready_push(s, c);
+      }
+    } else if (ok) {
+      c->kind = CH_RX_PUT;
+      uint64_t src = m->kind == MSG_PUT_VALUE
+                         ? bounce(s, inbox_slot(s, source, r->taken) + offsetof(gda_msg, value))
+                         : bounce(s, s->landOff + (uint64_t)source * s->landBytes + m->zoneOff);
+      res = job(px, &s->rxq, c, m->kind == MSG_SIGNAL ? 0 : local_addr(px, m->addr), src, c->len);
+    } else {
+      if (m->kind < MSG_PUT || m->kind > MSG_GET)
+        gda_proxy_fail(px, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                                     "rank %d: unknown GDA message kind %u from rank %d", px->rank, m->kind,
+                                     source));
+      chunk_free(s, c);
+      r->taken++;
+      rx_done(px, source, r->taken - 1);
+      n++;
+      continue;
+    }
+    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    r->taken++;
+    n++;
+  }
+  return n;
+}
+
+/* Acknowledges each source's finished messages, in order, one add each. */
+static int send_acks(cco_gda_proxy* px) {
+  gda_staged* s = px->staged;
+  int n = 0;
+  for (int p = 0; p < px->nRanks; p++) {
+    gda_rx* r = &s->rx[p];
+    if (r->donePrefix == r->ackPosted) continue;
+    ccoResult_t res = cco_net_atomic_add(px->net, p, r->donePrefix - r->ackPosted, s->rkeys[p],
+                                         s->ackOff + (uint64_t)px->rank * sizeof(uint64_t),
+                                         GDA_TAG(NULL, GDA_TAG_COUNT));
+    if (res == CCO_NET_BUSY) break;
+    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    r->ackPosted = r->donePrefix;
+    n++;
+  }
+  return n;
+}
+
+/* --------------------------------------------------------------- copies */
+
+static void copy_done(cco_gda_proxy* px, gda_chunk* c) {
+  gda_staged* s = px->staged;
+  switch (c->kind) {
+    case CH_PUT: { /* copied out: the source is free to reuse; send the data */
+      gda_op* op = c->op;
+      if (--op->localLeft == 0 && op->issued >= op->d.bytes && op->d.counter && !op->counted) {
+        __atomic_fetch_add(&op->ring->st->countersHost[op->d.counter - 1], 1, __ATOMIC_RELEASE);
+        op->counted = true;
+      }
+      c->state = ST_SEND_DATA;
+      ready_push(s, c);
+      break;
+    }
+    case CH_GET: /* the reply is in place */
+      fifo_free(&s->reply, c->zoneOff);
+      tx_chunk_done(px, c);
+      break;
+    case CH_RX_PUT: /* the data is in the window: the signal may follow */
+      if (c->signals) {
+        uint64_t v = c->m.signalOp == ccoGdaSignalOpInc ? 1u : c->m.signalValue;
+        gda_apply_signal(px, c->m.stateId, c->m.signal, v);
+      }
+      rx_done(px, c->peer, c->msg);
+      chunk_free(s, c);
+      break;
+    case CH_RX_GET:
+      c->state = ST_SEND_REPLY;
+      ready_push(s, c);
+      break;
+  }
+}
+
+static int poll_fifo(cco_gda_proxy* px, gda_fifo* q) {
+  uint64_t done = __atomic_load_n(q->doneHost, __ATOMIC_ACQUIRE);
+  int n = 0;
+  while (q->first && (int64_t)(done - q->first->jobSeq) >= 0) {
+    gda_chunk* c = q->first;
+    q->first = c->next;
+    if (!q->first) q->last = NULL;
+    copy_done(px, c);
+    n++;
+  }
+  return n;
+}
+
+void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t res, int peer) {
+  gda_staged* s = px->staged;
+  if (res != ccoSuccess) gda_proxy_fail(px, res);
+  gda_chunk* c = obj;
+  switch (tag) {
+    case GDA_TAG_CHUNK_DATA: /* data is in the landing zone: now the message */
+      fifo_free(&s->out, c->outOff);
+      c->outOff = UINT64_MAX;
+      c->state = ST_SEND_MSG;
+      ready_push(s, c);
+      break;
+    case GDA_TAG_CHUNK_MSG:
+      c->state = ST_WRITTEN;
+      s->tx[c->peer].written[c->msg % GDA_INBOX_SLOTS] = true;
+      break;
+    case GDA_TAG_REPLY:
+      if (c->outOff != UINT64_MAX) fifo_free(&s->out, c->outOff);
+      rx_done(px, c->peer, c->msg);
+      chunk_free(s, c);
+      break;
+    default: /* GDA_TAG_COUNT: nothing to do */
+      break;
+  }
+}
+
+int gda_staged_poll(cco_gda_proxy* px) {
+  gda_staged* s = px->staged;
+  int n = poll_fifo(px, &s->txq) + poll_fifo(px, &s->rxq);
+  for (int p = 0; p < px->nRanks; p++) n += take_inbox(px, p);
+  n += take_acks(px);
+  n += post_ready(px);
+  n += publish(px);
+  n += send_acks(px);
+  return n;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+ccoResult_t gda_staged_create(cco_gda_proxy* px) {
+  ccoComm* comm = px->comm;
+  cco_platform* p = &comm->mem.platform;
+  int64_t land = cco_env_int(CCO_ENV_ID_CCO_GDA_STAGING_BYTES);
+  if (land < 65536 || land > ((int64_t)1 << 30) || (land & 4095))
+    return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_GDA,
+                     "CCO_GDA_STAGING_BYTES=%lld: must be a multiple of 4096 in 64 KiB..1 GiB", (long long)land);
+  gda_staged* s = calloc(1, sizeof(*s));
+  if (!s) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  px->staged = s;
+  uint64_t n = (uint64_t)px->nRanks;
+  s->landBytes = (uint64_t)land;
+  s->outBytes = 2 * s->landBytes;
+  s->chunk = s->landBytes / 4;
+  s->inboxOff = 0;
+  s->countOff = n * GDA_INBOX_SLOTS * sizeof(gda_msg);
+  s->ackOff = s->countOff + ((n * 8 + 63) & ~63ull);
+  s->msgOutOff = s->ackOff + ((n * 8 + 63) & ~63ull);
+  s->landOff = (s->msgOutOff + n * GDA_INBOX_SLOTS * sizeof(gda_msg) + 4095) & ~4095ull;
+  s->outOff = s->landOff + n * s->landBytes;
+  s->replyOff = s->outOff + s->outBytes;
+  s->memBytes = s->replyOff + s->outBytes;
+  uint32_t nChunks = (uint32_t)(4 * n * GDA_INBOX_SLOTS + 64);
+  s->pool = calloc(nChunks, sizeof(gda_chunk));
+  s->tx = calloc(n, sizeof(gda_tx));
+  s->rx = calloc(n, sizeof(gda_rx));
+  s->rkeys = calloc(n, sizeof(cco_net_rkey));
+  bool ok = s->pool && s->tx && s->rx && s->rkeys && fifo_init(&s->out, s->outBytes, 4 * nChunks) &&
+            fifo_init(&s->reply, s->outBytes, 4 * nChunks);
+  for (uint64_t i = 0; ok && i < n; i++) ok = fifo_init(&s->tx[i].land, s->landBytes, 2 * GDA_INBOX_SLOTS + 4);
+  if (!ok) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  for (uint32_t i = 0; i < nChunks; i++) chunk_free(s, &s->pool[i]);
+  void* mem = NULL;
+  CCO_CHECK(p->ops->hostmap_alloc(p, s->memBytes, &mem, &s->memDev));
+  s->mem = mem;
+  CCO_CHECK(p->ops->hostmap_alloc(p, 128, &s->wordsMem, &s->wordsDev));
+  s->txq.doneHost = (uint64_t*)s->wordsMem;
+  s->txq.doneDev = s->wordsDev;
+  s->rxq.doneHost = (uint64_t*)((char*)s->wordsMem + 64);
+  s->rxq.doneDev = s->wordsDev + 64;
+  CCO_CHECK(p->ops->stream_create(p, &s->txq.stream));
+  CCO_CHECK(p->ops->stream_create(p, &s->rxq.stream));
+  cco_net_rkey mine;
+  CCO_CHECK(cco_net_mr_reg(px->net, s->mem, s->memBytes, CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE, &s->mr, &mine));
+  s->rkeys[px->rank] = mine;
+  CCO_INFO(GDA, "rank %d: staged GDA path: %.1f MiB pinned (landing %llu KiB per source, chunk %llu KiB)",
+           px->rank, (double)s->memBytes / 1048576.0, (unsigned long long)(s->landBytes >> 10),
+           (unsigned long long)(s->chunk >> 10));
+  return ccoSuccess;
+}
+
+cco_net_rkey* gda_staged_rkeys(cco_gda_proxy* px) { return px->staged ? px->staged->rkeys : NULL; }
+
+void gda_staged_destroy(cco_gda_proxy* px) {
+  gda_staged* s = px->staged;
+  if (!s) return;
+  cco_platform* p = &px->comm->mem.platform;
+  if (s->mr) cco_net_mr_dereg(px->net, s->mr);
+  if (s->txq.stream) p->ops->stream_destroy(p, s->txq.stream);
+  if (s->rxq.stream) p->ops->stream_destroy(p, s->rxq.stream);
+  if (s->mem) p->ops->hostmap_free(p, s->mem);
+  if (s->wordsMem) p->ops->hostmap_free(p, s->wordsMem);
+  for (int i = 0; s->tx && i < px->nRanks; i++) free(s->tx[i].land.blocks);
+  free(s->out.blocks);
+  free(s->reply.blocks);
+  free(s->tx);
+  free(s->rx);
+  free(s->rkeys);
+  free(s->pool);
+  free(s);
+  px->staged = NULL;
+}
