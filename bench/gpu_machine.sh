@@ -14,7 +14,11 @@ build=/tmp/cco-build
 } >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-CUDACXX=$nvcc cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$out/build.log" 2>&1 &&
+# A machine with libfabric but without its headers: a copied include tree
+# (rdma/fabric.h ...) in .fabric-headers builds the network engine.
+fabric=()
+[ -f .fabric-headers/rdma/fabric.h ] && fabric=(-DCCO_LIBFABRIC_INCLUDE="$PWD/.fabric-headers")
+CUDACXX=$nvcc cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${fabric[@]}" >"$out/build.log" 2>&1 &&
   cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 bin=$build/bin
 "$bin/cco-info" -e >"$out/cco-info.txt" 2>&1; head -6 "$out/cco-info.txt"
@@ -32,6 +36,8 @@ if [ "$what" != tests ]; then
   for n in 2 4 8; do "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-lsa"; done | tee "$out/bench_lsa.jsonl"
   # SDMA: put bandwidth against cudaMemcpyAsync, put-to-signal latency against the naive host floor.
   "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-sdma" | tee "$out/bench_sdma.jsonl"
+  # GDA: proxy overhead against the raw ring round trip, put bandwidth and latency against the raw engine.
+  "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-gda" | tee "$out/bench_gda.jsonl"
   # The same measurements with NVSHMEM 3.4 (pip package nvidia-nvshmem-cu13).
   if bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1; then
     for n in 2 4 8; do

@@ -29,7 +29,7 @@
 #include "cco/device/cco_sdma_types.h"
 
 /* The name of a device status ("ccoDevSuccess", ...), for messages. */
-CCO_DEVICE_INLINE const char* ccoDevStatusName(ccoDevStatus_t st) {
+CCO_HOST_DEVICE_INLINE const char* ccoDevStatusName(ccoDevStatus_t st) {
   switch (st) {
     case ccoDevSuccess: return "ccoDevSuccess";
     case ccoDevAborted: return "ccoDevAborted";

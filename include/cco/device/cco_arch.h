@@ -26,10 +26,13 @@
 
 #if defined(__CUDACC__)
 #define CCO_DEVICE_INLINE static __device__ __forceinline__
+#define CCO_HOST_DEVICE_INLINE static __host__ __device__ __forceinline__
 #elif defined(__NVPTX__)
 #define CCO_DEVICE_INLINE static inline __attribute__((always_inline))
+#define CCO_HOST_DEVICE_INLINE static inline __attribute__((always_inline))
 #else
 #define CCO_DEVICE_INLINE static inline
+#define CCO_HOST_DEVICE_INLINE static inline
 #endif
 
 #if !CCO_ARCH_GPU
