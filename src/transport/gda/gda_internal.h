@@ -42,7 +42,10 @@ typedef struct gda_op {
   uint32_t localLeft;   /* staged put: chunks still being copied out */
   gda_win* localWin;    /* direct: the window of the local side */
   gda_win* remoteWin;   /* direct: the window of the remote side */
-  bool active, done, signalSent, counted;
+  bool active, done;
+  bool signalSent; /* direct: the signal atomic is posted */
+  bool allSent;    /* staged: every message of the op exists */
+  bool counted;    /* the local counter was bumped */
 } gda_op;
 
 struct gda_ring {
@@ -55,6 +58,7 @@ struct gda_ring {
   uint64_t scanned;   /* tickets up to here are known written */
   uint64_t bell;      /* tickets up to here are published by a doorbell */
   uint64_t head;      /* operations complete, in order */
+  uint64_t published; /* the head as last stored for the device */
   gda_op* ops;        /* [depth] */
 };
 

@@ -195,16 +195,27 @@ static int take(cco_gda_proxy* px, gda_ring* r) {
   return n;
 }
 
+/* Moves every op of the ring on, oldest first. The completed prefix
+ * advances as it goes, so an op waiting for its predecessors (signal,
+ * counter, fence) completes in the same pass as they do. */
 static int run_ring(cco_gda_proxy* px, gda_ring* r) {
   int work = take(px, r);
   uint32_t mask = r->depth - 1;
+  bool prefix = true;
   for (uint64_t t = r->head; t != r->read; t++) {
     gda_op* op = &r->ops[t & mask];
-    if (op->done) continue;
-    if (px->path == GDA_PATH_DIRECT) {
-      if (!direct_progress(px, op)) break; /* the engine is full: next pass */
+    if (!op->done) {
+      if (px->path == GDA_PATH_DIRECT) {
+        if (!direct_progress(px, op)) break; /* the engine is full: next pass */
+      } else {
+        gda_staged_progress_op(px, op);
+      }
+    }
+    if (prefix && op->done) {
+      op->active = false;
+      r->head = t + 1;
     } else {
-      gda_staged_progress_op(px, op);
+      prefix = false;
     }
   }
   return work;
@@ -218,8 +229,9 @@ static int retire(gda_ring* r) {
     r->ops[h & mask].active = false;
     h++;
   }
-  if (h == r->head) return 0;
   r->head = h;
+  if (h == r->published) return 0;
+  r->published = h;
   __atomic_store_n(r->headHost, h, __ATOMIC_RELEASE);
   return 1;
 }

@@ -213,11 +213,13 @@ static uint64_t inbox_slot(gda_staged* s, int source, uint64_t msg) {
 
 /* ------------------------------------------------------------ initiator */
 
+/* An op is complete once every message it needs exists (allSent) and
+ * each has finished. */
 static void tx_chunk_done(cco_gda_proxy* px, gda_chunk* c) {
   gda_op* op = c->op;
   chunk_free(px->staged, c);
   if (op->outstanding) op->outstanding--;
-  if (!op->outstanding && op->issued >= op->d.bytes && !op->done) gda_op_complete(px, op);
+  if (!op->outstanding && op->allSent && !op->done) gda_op_complete(px, op);
 }
 
 /* A new message to `peer` (ours to fill), or NULL when its inbox is full. */
@@ -250,6 +252,7 @@ static gda_msg* tx_commit(cco_gda_proxy* px, gda_chunk* c) {
 static void tx_fail(cco_gda_proxy* px, gda_op* op, ccoResult_t res) {
   gda_proxy_fail(px, res);
   op->issued = op->d.bytes;
+  op->allSent = true;
   if (!op->outstanding) gda_op_complete(px, op);
 }
 
@@ -261,9 +264,7 @@ void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op) {
     if (op->ring->head == op->ticket) gda_op_complete(px, op);
     return;
   }
-  if (op->signalSent) { /* every message of the op exists: wait for acks */
-    return;
-  }
+  if (op->allSent) return; /* every message of the op exists: acks finish it */
   if (d->op == CCO_GDA_OP_SIGNAL && op->ring->head != op->ticket) return;
   if (!op->localWin && (d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET)) {
     op->localWin = gda_find_win(px, d->local, d->bytes);
@@ -279,7 +280,7 @@ void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op) {
   bool putLike = d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_PUT_VALUE || d->op == CCO_GDA_OP_SIGNAL;
   if ((d->op == CCO_GDA_OP_PUT && d->bytes == 0 && d->signalOp == ccoGdaSignalOpNone) ||
       (d->op == CCO_GDA_OP_GET && d->bytes == 0)) {
-    op->signalSent = true;
+    op->allSent = true;
     gda_op_complete(px, op); /* nothing to move */
     return;
   }
@@ -335,7 +336,7 @@ void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op) {
     }
     op->issued += len;
     if (last) {
-      op->signalSent = true; /* every message exists */
+      op->allSent = true;
       return;
     }
   }
