@@ -25,7 +25,7 @@ build: deps
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	$(BUILD)/bin/ccorun -n 4 -t 120 $(BUILD)/bin/cco-demo
+	$(BUILD)/bin/ccorun -n 4 --virtual-hosts 2 -t 120 $(BUILD)/bin/cco-demo
 
 test: test-main test-asan test-tsan test-clang
 

@@ -1,7 +1,6 @@
 // Example 06: GDA put + signal / wait from a kernel (the guide's cpp/02).
 //
-//   CCO_HOSTID=a ccorun -n 2 --nranks 4 --id-file F build/bin/cco-example-06-gda-put &
-//   CCO_HOSTID=b ccorun -n 2 --nranks 4 --rank-offset 2 --id-file F build/bin/cco-example-06-gda-put
+//   ccorun -n 4 --virtual-hosts 2 build/bin/cco-example-06-gda-put
 //   (two virtual hosts on one machine; several ranks on one GPU need MPS)
 //
 // One block per rank. The block puts this rank's block into the window of

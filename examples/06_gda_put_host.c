@@ -1,7 +1,7 @@
 /*
  * Example 06, host twin: GDA put + signal / wait on the host platform.
  *
- *   CCO_HOSTID=... ccorun -n 4 build/bin/cco-example-06-gda-put-host
+ *   ccorun -n 4 --virtual-hosts 2 build/bin/cco-example-06-gda-put-host
  *   ccorun -n 2 build/bin/cco-example-06-gda-put-host      (one host: FULL)
  *
  * The same steps as examples/06_gda_put.cu, with one CPU thread per rank as

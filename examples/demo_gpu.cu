@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cco/cco_device.h"
+#include "cco/cco_scale_out.h"
 #include "demo_gpu.h"
 
 __device__ __host__ static inline uint64_t demo_pattern(int writer, size_t i) {
@@ -86,6 +86,32 @@ extern "C" int cco_demo_gpu_sdma(const struct ccoDevComm* dc, void* win, size_t 
   cudaStreamDestroy(stream);
   cudaFree(status);
   if (e != cudaSuccess) fprintf(stderr, "cco-demo: sdma kernel: %s\n", cudaGetErrorString(e));
+  return e == cudaSuccess && host == 0 ? 0 : -1;
+}
+
+__global__ void gda_kernel(ccoDevComm dc, ccoWindow_t win, size_t bytes, int peer, int* status) {
+  ccoGda g = ccoGdaHandle(&dc, 0, ccoGdaDoorbellImmediate);
+  ccoDevStatus_t st = ccoGdaPut(&g, peer, win, bytes, win, 0, bytes, ccoGdaSigInc(0), CCO_GDA_NO_COUNTER,
+                                ccoCoopBlock, ccoGdaThreadAggregate);
+  if (st == ccoDevSuccess) st = ccoGdaWaitSignal(&g, 0, 1, 30000000000ull, ccoCoopBlock);
+  if (st == ccoDevSuccess) st = ccoGdaFlush(&g, ccoCoopBlock);
+  if (threadIdx.x == 0) *status = st != ccoDevSuccess;
+}
+
+extern "C" int cco_demo_gpu_gda(const struct ccoDevComm* dc, void* win, size_t bytes, int peer) {
+  int* status = nullptr;
+  int host = 1;
+  cudaStream_t stream;
+  if (cudaMalloc(&status, sizeof(int)) != cudaSuccess) return -1;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return -1;
+  gda_kernel<<<1, 128, 0, stream>>>(*dc, (ccoWindow_t)win, bytes, peer, status);
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess)
+    while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady) usleep(100);
+  if (e == cudaSuccess) e = cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost);
+  cudaStreamDestroy(stream);
+  cudaFree(status);
+  if (e != cudaSuccess) fprintf(stderr, "cco-demo: gda kernel: %s\n", cudaGetErrorString(e));
   return e == cudaSuccess && host == 0 ? 0 : -1;
 }
 

@@ -21,6 +21,10 @@ size_t cco_demo_gpu_verify(const void* src, size_t bytes, int writer);
  * Returns 0 when every device call succeeded. */
 struct ccoDevComm;
 int cco_demo_gpu_sdma(const struct ccoDevComm* dc, void* win, size_t bytes, unsigned long long round);
+/* One block puts `bytes` from the window's offset 0 to the peer's window at
+ * offset `bytes` with a signal, waits for its own signal 0 to reach 1, then
+ * flushes. 0 when every device call succeeded. */
+int cco_demo_gpu_gda(const struct ccoDevComm* dc, void* win, size_t bytes, int peer);
 /* Fills `bytes` at dst (device memory) with writer's pattern. */
 int cco_demo_gpu_fill_local(void* dst, size_t bytes, int writer);
 

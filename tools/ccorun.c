@@ -63,6 +63,7 @@ enum {
 
 typedef struct {
   int np;              /* ranks started here */
+  int vhosts;          /* 0, or split the ranks started here into this many virtual hosts */
   int nranks;          /* ranks of the whole job */
   int offset;          /* global rank of the first rank started here */
   const char* id_file; /* --id-file, or NULL */
@@ -90,6 +91,9 @@ static void print_usage(FILE* f) {
       "                       rank offset 0 writes it, the others wait for it.\n"
       "                       Remove PATH before starting a new job.\n"
       "      --id HEX         use this id instead of minting one\n"
+      "      --virtual-hosts K  split the ranks started here into K virtual hosts\n"
+      "                       (contiguous blocks; CCO_HOSTID=virtual-host-J), so\n"
+      "                       one machine plays several hosts\n"
       "  -p, --prefix         prefix every output line of a rank with \"[RANK] \"\n"
       "  -t, --timeout SEC    stop the job after SEC seconds, waiting for the id\n"
       "                       file included\n"
@@ -150,7 +154,7 @@ static double parse_seconds(const char* text, const char* what, bool allow_zero)
   return v;
 }
 
-enum { OPT_NRANKS = 256, OPT_OFFSET, OPT_ID_FILE, OPT_ID, OPT_GRACE };
+enum { OPT_NRANKS = 256, OPT_OFFSET, OPT_ID_FILE, OPT_ID, OPT_GRACE, OPT_VHOSTS };
 
 static void parse_options(int argc, char** argv, Options* o) {
   static const struct option longopts[] = {
@@ -162,6 +166,7 @@ static void parse_options(int argc, char** argv, Options* o) {
       {"prefix", no_argument, NULL, 'p'},
       {"timeout", required_argument, NULL, 't'},
       {"grace", required_argument, NULL, OPT_GRACE},
+      {"virtual-hosts", required_argument, NULL, OPT_VHOSTS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -186,6 +191,7 @@ static void parse_options(int argc, char** argv, Options* o) {
       case 'p': o->prefix = true; break;
       case 't': o->timeout_s = parse_seconds(optarg, "--timeout", false); break;
       case OPT_GRACE: o->grace_s = parse_seconds(optarg, "--grace", true); break;
+      case OPT_VHOSTS: o->vhosts = parse_int(optarg, "--virtual-hosts", 1); break;
       case 'x': {
         const char* eq = strchr(optarg, '=');
         if (eq == NULL || eq == optarg) usage_error("-x wants NAME=VALUE, not '%s'", optarg);
@@ -206,6 +212,7 @@ static void parse_options(int argc, char** argv, Options* o) {
     usage_error("--rank-offset %d + -n %d is more than the job's %d ranks", o->offset, o->np,
                 o->nranks);
   if (o->id_file != NULL && o->id_text != NULL) usage_error("use --id-file or --id, not both");
+  if (o->vhosts > o->np) usage_error("--virtual-hosts %d is more than the %d ranks started here", o->vhosts, o->np);
   /* Ranks started elsewhere must join with the same id: minting one here
    * would split the job. */
   if (o->nranks > o->np && o->id_file == NULL && o->id_text == NULL)
@@ -733,6 +740,12 @@ static bool spawn_rank(Job* job, Rank* r, int local, int stdin_fd) {
   bool ok = true;
   if (job->opt->prefix) ok = open_output_pipes(r, child_fds);
   ok = ok && set_env_int("CCO_RANK", r->rank) && set_env_int("CCO_LOCAL_RANK", local);
+  if (ok && job->opt->vhosts > 0) {
+    char host[32];
+    snprintf(host, sizeof host, "virtual-host-%d", local * job->opt->vhosts / job->opt->np);
+    ok = setenv("CCO_HOSTID", host, 1) == 0;
+    if (!ok) say("setenv CCO_HOSTID: %s", strerror(errno));
+  }
   ok = ok && block_signals();
   if (ok) {
     pid_t pid = fork();

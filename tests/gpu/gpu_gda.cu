@@ -2,8 +2,7 @@
 // counters to ranks on another (virtual) host; the proxy moves them through
 // the staged path (pinned bounce buffers, the target's proxy copies in).
 //
-//   CCO_HOSTID=a ccorun -n N/2 --nranks N --id-file F gpu_gda &
-//   CCO_HOSTID=b ccorun -n N/2 --nranks N --rank-offset N/2 --id-file F gpu_gda
+//   ccorun -n N --virtual-hosts 2 gpu_gda
 //   (several ranks on one GPU need MPS; tests/gpu/run_gpu_tests.sh does this)
 //
 // Each rank works with the next member of its rail team (the same LSA rank

@@ -10,19 +10,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/gpu/mps.sh
 source "$here/mps.sh"
 passed=0 failed=0
-# Ranks split over two virtual hosts (CCO_HOSTID), half on each.
-two_hosts() { # total ranks, program [args...]
-  local n=$1 half=$(($1 / 2)) id a ra rb
-  shift
-  id=$(mktemp -u /tmp/cco-id.XXXXXX)
-  CCO_HOSTID=virtual-a "$bin/ccorun" -t 300 -n "$half" --nranks "$n" --id-file "$id" -p "$@" &
-  a=$!
-  CCO_HOSTID=virtual-b "$bin/ccorun" -t 300 -n "$half" --nranks "$n" --rank-offset "$half" --id-file "$id" -p "$@"
-  rb=$?
-  wait "$a"; ra=$?
-  rm -f "$id"
-  [ "$ra" -eq 0 ] && [ "$rb" -eq 0 ]
-}
 run() { # name, command...
   local name=$1; shift
   echo "== $name"
@@ -43,10 +30,10 @@ done
 run "SDMA off (CCO_ENABLE_SDMA=0), 2 ranks under MPS" "$bin/ccorun" -t 120 -n 2 "$bin/gpu_sdma" --no-sdma
 for n in 2 4; do
   run "GDA device API through the staged path (scopes, thread and doorbell modes, get, put-value, counters, \
-flushAsync, barrier, statuses, 64 MiB), $n ranks on two virtual hosts under MPS" two_hosts "$n" "$bin/gpu_gda"
+flushAsync, barrier, statuses, 64 MiB), $n ranks on two virtual hosts under MPS" "$bin/ccorun" -t 300 -n "$n" --virtual-hosts 2 -p "$bin/gpu_gda"
 done
-run "example 06: GDA put + signal, 4 ranks on two virtual hosts" two_hosts 4 "$bin/cco-example-06-gda-put"
-run "demo, 4 ranks under MPS" "$bin/ccorun" -t 120 -n 4 "$bin/cco-demo"
+run "example 06: GDA put + signal, 4 ranks on two virtual hosts" "$bin/ccorun" -t 120 -n 4 --virtual-hosts 2 -p "$bin/cco-example-06-gda-put"
+run "demo, 4 ranks on two virtual hosts under MPS" "$bin/ccorun" -t 120 -n 4 --virtual-hosts 2 "$bin/cco-demo"
 run "example 02: LSA put kernel, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-02-lsa-put"
 run "example 03: one-shot LSA all-reduce, fp32 and bf16, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-03-lsa-allreduce"
 run "example 04: SDMA all-gather, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-04-sdma-allgather"
