@@ -259,8 +259,14 @@ static void* proxy_main(void* arg) {
   while (!atomic_load(&px->stop)) {
     int work = 0;
     pthread_mutex_lock(&px->lock);
+    /* Each ring's head is handed back as soon as it moves: a flush of ops
+     * that needed no network (or finished last pass) is not held up by
+     * the engine's progress call, a system call on socket providers. */
     for (gda_state* st = px->states; st; st = st->next)
-      for (int i = 0; i < st->nRings; i++) work += run_ring(px, &st->rings[i]);
+      for (int i = 0; i < st->nRings; i++) {
+        work += run_ring(px, &st->rings[i]);
+        work += retire(&st->rings[i]);
+      }
     work += progress_engine(px);
     if (px->path == GDA_PATH_STAGED) work += gda_staged_poll(px);
     for (gda_state* st = px->states; st; st = st->next)
