@@ -69,8 +69,9 @@
     "how GDA reaches window memory: direct (the network engine registers it; host memory, " \
     "or a provider with FI_HMEM), staged (pinned bounce buffers and copies at both ends), " \
     "or auto (direct on the host platform, staged on GPUs)")                                \
-  X(CCO_GDA_STAGING_BYTES, NULL, INT, "4194304", GDA, NULL,                                 \
+  X(CCO_GDA_STAGING_BYTES, NULL, INT, "8388608", GDA, NULL,                                 \
     "staged GDA path: bytes of landing zone per source rank; the outgoing and reply areas " \
-    "take twice that, a chunk a quarter of it (every rank must use the same value)")
+    "take twice that; chunks are a quarter of it, at most 1 MiB (every rank must use the "  \
+    "same value)")
 
 #endif /* CCO_CORE_ENV_TABLE_H_ */

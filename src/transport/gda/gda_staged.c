@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -33,6 +34,7 @@
 #include "transport/gda/gda_internal.h"
 
 #define GDA_INBOX_SLOTS 64u /* messages in flight per (source, target) */
+#define GDA_PROBE_NS 100000000ull /* a peer owing acks is probed this often */
 
 enum { MSG_PUT = 1, MSG_PUT_VALUE = 2, MSG_SIGNAL = 3, MSG_GET = 4 };
 
@@ -80,18 +82,27 @@ typedef struct gda_chunk {
   struct gda_chunk* next;
 } gda_chunk;
 
-/* Copies in stream order; each job ends with a stream write of its
- * number to a host-mapped word, so the proxy polls instead of blocking. */
+/* Copies in stream order, issued in batches: a pass's copies go out in
+ * one driver call, its 8-byte values in one batch of stream writes that
+ * ends with the batch's number written to a host-mapped word, which the
+ * proxy polls instead of blocking. Every job of a batch completes with it. */
+#define GDA_BATCH 64
+
 typedef struct {
   void* stream;
   uint64_t* doneHost;
   uint64_t doneDev;
-  uint64_t issued;
+  uint64_t issued; /* batches issued; the open batch is issued + 1 */
   gda_chunk *first, *last;
+  int nCopies, nValues, nJobs;
+  uint64_t copyDst[GDA_BATCH], copySrc[GDA_BATCH];
+  size_t copyBytes[GDA_BATCH];
+  uint64_t valueAddr[GDA_BATCH + 1], value[GDA_BATCH + 1];
 } gda_fifo;
 
 typedef struct {
   uint64_t msgSeq, published, ackSeen;
+  uint64_t probeAt; /* when to probe the peer (ns); 0 while it owes no acks */
   bool written[GDA_INBOX_SLOTS];
   gda_chunk* meta[GDA_INBOX_SLOTS];
   fifo_alloc land;
@@ -187,18 +198,57 @@ static void ready_push(gda_staged* s, gda_chunk* c) {
   s->readyLast = c;
 }
 
-/* Enqueues a copy (bytes may be 0: a pure ordering point) and its marker. */
-static ccoResult_t job(cco_gda_proxy* px, gda_fifo* q, gda_chunk* c, uint64_t dst, uint64_t src, uint64_t bytes) {
+/* Issues the open batch: its copies (which may run in any order among
+ * themselves), then its values and its number, in stream order. */
+static ccoResult_t batch_issue(cco_gda_proxy* px, gda_fifo* q) {
+  if (!q->nJobs) return ccoSuccess;
   cco_platform* p = &px->comm->mem.platform;
-  if (bytes) CCO_CHECK(p->ops->copy_async(p, q->stream, dst, src, bytes));
-  CCO_CHECK(p->ops->write_value_async(p, q->stream, q->doneDev, q->issued + 1));
-  c->jobSeq = ++q->issued;
+  ccoResult_t res = ccoSuccess;
+  if (q->nCopies == 1)
+    res = p->ops->copy_async(p, q->stream, q->copyDst[0], q->copySrc[0], q->copyBytes[0]);
+  else if (q->nCopies > 1)
+    res = p->ops->copy_batch_async(p, q->stream, (size_t)q->nCopies, q->copyDst, q->copySrc, q->copyBytes);
+  q->valueAddr[q->nValues] = q->doneDev;
+  q->value[q->nValues] = q->issued + 1;
+  if (res == ccoSuccess)
+    res = p->ops->write_values_async(p, q->stream, (unsigned)q->nValues + 1, q->valueAddr, q->value);
+  q->issued++;
+  q->nCopies = q->nValues = q->nJobs = 0;
+  return res;
+}
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) { return a < b + blen && b < a + alen; }
+
+/* Adds a job to the open batch: a copy of `bytes` (0: a pure ordering
+ * point), or, with `value` set, an 8-byte store. A job whose destination
+ * overlaps one already in the batch starts a new batch, so later writes to
+ * the same bytes land later. */
+static ccoResult_t job_add(cco_gda_proxy* px, gda_fifo* q, gda_chunk* c, uint64_t dst, uint64_t src, uint64_t bytes,
+                           const uint64_t* value) {
+  bool clash = q->nCopies == GDA_BATCH || q->nValues == GDA_BATCH;
+  for (int i = 0; !clash && bytes && i < q->nCopies; i++) clash = overlaps(dst, bytes, q->copyDst[i], q->copyBytes[i]);
+  for (int i = 0; !clash && bytes && i < q->nValues; i++) clash = overlaps(dst, bytes, q->valueAddr[i], 8);
+  if (clash) CCO_CHECK(batch_issue(px, q));
+  if (value) {
+    q->valueAddr[q->nValues] = dst;
+    q->value[q->nValues++] = *value;
+  } else if (bytes) {
+    q->copyDst[q->nCopies] = dst;
+    q->copySrc[q->nCopies] = src;
+    q->copyBytes[q->nCopies++] = (size_t)bytes;
+  }
+  q->nJobs++;
+  c->jobSeq = q->issued + 1;
   c->state = ST_COPYING;
   c->next = NULL;
   if (q->last) q->last->next = c;
   else q->first = c;
   q->last = c;
   return ccoSuccess;
+}
+
+static ccoResult_t job(cco_gda_proxy* px, gda_fifo* q, gda_chunk* c, uint64_t dst, uint64_t src, uint64_t bytes) {
+  return job_add(px, q, c, dst, src, bytes, NULL);
 }
 
 static uint64_t local_addr(cco_gda_proxy* px, uint64_t slotOff) {
@@ -403,6 +453,7 @@ static int take_acks(cco_gda_proxy* px) {
   for (int p = 0; p < px->nRanks; p++) {
     gda_tx* t = &s->tx[p];
     uint64_t acked = __atomic_load_n((uint64_t*)(s->mem + s->ackOff) + p, __ATOMIC_ACQUIRE);
+    if (acked != t->ackSeen) t->probeAt = 0; /* alive: restart its probe timer */
     for (; t->ackSeen != acked && t->ackSeen != t->msgSeq; t->ackSeen++, n++) {
       gda_chunk* c = t->meta[t->ackSeen % GDA_INBOX_SLOTS];
       t->meta[t->ackSeen % GDA_INBOX_SLOTS] = NULL;
@@ -469,6 +520,9 @@ static int take_inbox(cco_gda_proxy* px, int source) {
         c->state = ST_SEND_REPLY;
         ready_push(s, c);
       }
+    } else if (ok && m->kind == MSG_PUT_VALUE && m->bytes == 8) {
+      c->kind = CH_RX_PUT; /* an aligned 8-byte value: a stream store, no copy */
+      res = job_add(px, &s->rxq, c, local_addr(px, m->addr), 0, 8, &m->value);
     } else if (ok) {
       c->kind = CH_RX_PUT;
       uint64_t src = m->kind == MSG_PUT_VALUE
@@ -583,14 +637,50 @@ void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t
   }
 }
 
+static uint64_t clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A peer that dies after our writes to it completed, but before it acked
+ * them, leaves nothing in flight here to fail: the ring would wait for its
+ * acks forever. So while a peer owes acks and sends none, an atomic add of
+ * 0 to our count word there goes out every GDA_PROBE_NS; toward a dead
+ * peer it completes with an error, which fails the communicator. */
+static void probe_silent(cco_gda_proxy* px) {
+  gda_staged* s = px->staged;
+  uint64_t now = 0;
+  for (int p = 0; p < px->nRanks; p++) {
+    gda_tx* t = &s->tx[p];
+    if (t->ackSeen == t->msgSeq) {
+      t->probeAt = 0;
+      continue;
+    }
+    if (!now) now = clock_ns();
+    if (!t->probeAt) t->probeAt = now + GDA_PROBE_NS;
+    if (now < t->probeAt) continue;
+    ccoResult_t res = cco_net_atomic_add(px->net, p, 0, s->rkeys[p], s->countOff + (uint64_t)px->rank * sizeof(uint64_t),
+                                         GDA_TAG(NULL, GDA_TAG_COUNT));
+    if (res == CCO_NET_BUSY) continue;
+    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    t->probeAt = now + GDA_PROBE_NS;
+  }
+}
+
 int gda_staged_poll(cco_gda_proxy* px) {
   gda_staged* s = px->staged;
   int n = poll_fifo(px, &s->txq) + poll_fifo(px, &s->rxq);
   for (int p = 0; p < px->nRanks; p++) n += take_inbox(px, p);
   n += take_acks(px);
+  /* Everything this pass and the ops before it queued goes out now. */
+  ccoResult_t res = batch_issue(px, &s->txq);
+  if (res == ccoSuccess) res = batch_issue(px, &s->rxq);
+  if (res != ccoSuccess) gda_proxy_fail(px, res);
   n += post_ready(px);
   n += publish(px);
   n += send_acks(px);
+  probe_silent(px); /* not work: it must not keep the proxy from napping */
   return n;
 }
 
@@ -609,7 +699,9 @@ ccoResult_t gda_staged_create(cco_gda_proxy* px) {
   uint64_t n = (uint64_t)px->nRanks;
   s->landBytes = (uint64_t)land;
   s->outBytes = 2 * s->landBytes;
-  s->chunk = s->landBytes / 4;
+  /* Chunks of at most 1 MiB keep a put pipelined (copy out, send, copy
+   * in overlap); a landing zone of several chunks keeps them in flight. */
+  s->chunk = s->landBytes / 4 < (1u << 20) ? s->landBytes / 4 : (1u << 20);
   s->inboxOff = 0;
   s->countOff = n * GDA_INBOX_SLOTS * sizeof(gda_msg);
   s->ackOff = s->countOff + ((n * 8 + 63) & ~63ull);
