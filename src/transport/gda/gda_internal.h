@@ -90,6 +90,15 @@ struct gda_state {
   struct gda_state* next;
 };
 
+/* What the proxy knows of a peer's liveness (gda_post_result). */
+typedef struct gda_peer_watch {
+  uint64_t refusedSince; /* start (ns) of an unbroken run of CCO_NET_BUSY toward it; 0: none,
+                          * UINT64_MAX: reported */
+  uint64_t probeAt;      /* direct: when to probe it while it owes completions (ns); 0: not armed */
+  uint32_t inFlight;     /* direct: engine ops posted to it and not complete */
+  uint32_t pad;
+} gda_peer_watch;
+
 struct cco_gda_proxy {
   ccoComm* comm;
   cco_net* net;
@@ -105,6 +114,7 @@ struct cco_gda_proxy {
   gda_win* wins;
   gda_staged* staged;
   ccoResult_t failure; /* first failure found by the thread, reported outside the lock */
+  struct gda_peer_watch* watch; /* [nRanks] liveness of each peer (gda_proxy.c); NULL: none */
 };
 
 /* Context tags of engine operations (objects are 8-byte aligned). */
@@ -126,6 +136,9 @@ void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res);
 void gda_op_complete(cco_gda_proxy* px, gda_op* op);
 void gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint64_t value);
 gda_win* gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes);
+/* Every post toward a peer passes its result through here (returned as is):
+ * a peer that refuses every post for long is taken for dead. */
+ccoResult_t gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res);
 
 /* gda_staged.c */
 ccoResult_t gda_staged_create(cco_gda_proxy* px);

@@ -25,6 +25,33 @@ void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res) {
   if (px->failure == ccoSuccess) px->failure = res;
 }
 
+/* tcp;ofi_rxm answers -FI_EAGAIN (CCO_NET_BUSY) to every post toward a
+ * peer whose process died while nothing was in flight to it, forever and
+ * without an error completion (it keeps reconnecting), so the ring would
+ * wait forever. A peer that refuses every post this long is taken for dead. */
+#define GDA_REFUSED_NS (5ull * 1000000000ull)
+
+ccoResult_t gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res) {
+  if (!px->watch || peer < 0 || peer >= px->nRanks) return res;
+  uint64_t* since = &px->watch[peer].refusedSince;
+  if (*since == UINT64_MAX) return res; /* reported already */
+  if (res != CCO_NET_BUSY) {
+    *since = 0;
+    return res;
+  }
+  uint64_t now = now_ns();
+  if (!*since) {
+    *since = now;
+  } else if (now - *since > GDA_REFUSED_NS) {
+    *since = UINT64_MAX;
+    gda_proxy_fail(px, cco_error(px->comm, ccoRemoteError, CCO_SUBSYS_GDA,
+                                 "rank %d: rank %d refused every network operation for %llu s: its "
+                                 "connection is gone (did it exit?)",
+                                 px->rank, peer, GDA_REFUSED_NS / 1000000000ull));
+  }
+  return res;
+}
+
 gda_win* gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes) {
   for (gda_win* w = px->wins; w; w = w->next)
     if (offset >= w->offset && offset - w->offset <= w->size && bytes <= w->size - (offset - w->offset))
@@ -104,13 +131,14 @@ static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
                   ? cco_net_write(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, GDA_TAG(op, 0))
                   : cco_net_read(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, GDA_TAG(op, 0));
       }
-      if (res == CCO_NET_BUSY) return false;
+      if (gda_post_result(px, d->peer, res) == CCO_NET_BUSY) return false;
       if (res != ccoSuccess) {
         op_fail(px, op, res);
         return true;
       }
       op->outstanding++;
       op->issued += len;
+      if (px->watch) px->watch[d->peer].inFlight++;
     }
     if (op->outstanding) return true;
   } else if (op->ring->head != op->ticket) {
@@ -121,13 +149,14 @@ static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
     if (!op->signalSent) {
       res = cco_net_atomic_add(px->net, d->peer, d->signalValue, st->signalRkeys[d->peer],
                                (uint64_t)d->signal * sizeof(uint64_t), GDA_TAG(op, GDA_TAG_DIRECT_SIGNAL));
-      if (res == CCO_NET_BUSY) return false;
+      if (gda_post_result(px, d->peer, res) == CCO_NET_BUSY) return false;
       if (res != ccoSuccess) {
         op_fail(px, op, res);
         return true;
       }
       op->signalSent = true;
       op->outstanding++;
+      if (px->watch) px->watch[d->peer].inFlight++;
     }
     if (op->outstanding) return true;
   }
@@ -138,6 +167,15 @@ static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
 static void on_completion(cco_gda_proxy* px, const cco_net_completion* c) {
   int tag = GDA_TAG_OF(c->context);
   void* obj = GDA_PTR_OF(c->context);
+  if (px->path == GDA_PATH_DIRECT && px->watch && c->peer >= 0 && c->peer < px->nRanks) {
+    gda_peer_watch* w = &px->watch[c->peer];
+    w->probeAt = 0; /* heard from it: silence starts again */
+    if (tag != GDA_TAG_COUNT && w->inFlight) w->inFlight--;
+  }
+  if (tag == GDA_TAG_COUNT && px->path == GDA_PATH_DIRECT) { /* a probe (direct_probe_silent) */
+    if (c->result != ccoSuccess) gda_proxy_fail(px, c->result);
+    return;
+  }
   if (tag == GDA_TAG_DIRECT_DATA || tag == GDA_TAG_DIRECT_SIGNAL) {
     gda_op* op = obj;
     if (c->result != ccoSuccess) {
@@ -148,6 +186,33 @@ static void on_completion(cco_gda_proxy* px, const cco_net_completion* c) {
     return; /* the next pass moves the op on */
   }
   gda_staged_on_completion(px, tag, obj, c->result, c->peer);
+}
+
+/* A peer can die with engine operations of ours in flight that then never
+ * complete: tcp;ofi_rxm loses an atomic (a put's signal) whose response the
+ * dead peer never sent. So while a peer owes completions and stays silent
+ * for GDA_PROBE_NS, an atomic add of 0 to its signal slot 0 goes out:
+ * toward a dead peer it fails, or is refused until gda_post_result gives
+ * up on the peer; either fails the communicator. */
+#define GDA_PROBE_NS 100000000ull
+
+static void direct_probe_silent(cco_gda_proxy* px) {
+  if (!px->watch || !px->states) return;
+  uint64_t now = 0;
+  for (int p = 0; p < px->nRanks; p++) {
+    gda_peer_watch* w = &px->watch[p];
+    if (!w->inFlight) {
+      w->probeAt = 0;
+      continue;
+    }
+    if (!now) now = now_ns();
+    if (!w->probeAt) w->probeAt = now + GDA_PROBE_NS;
+    if (now < w->probeAt) continue;
+    ccoResult_t res = cco_net_atomic_add(px->net, p, 0, px->states->signalRkeys[p], 0, GDA_TAG(NULL, GDA_TAG_COUNT));
+    if (gda_post_result(px, p, res) == CCO_NET_BUSY) continue;
+    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    w->probeAt = now + GDA_PROBE_NS;
+  }
 }
 
 /* ------------------------------------------------------------------ rings */
@@ -283,6 +348,7 @@ static void* proxy_main(void* arg) {
       work += done;
     }
     if (px->path == GDA_PATH_STAGED) work += gda_staged_poll(px);
+    else direct_probe_silent(px); /* not work: it must not keep the proxy from napping */
     for (gda_state* st = px->states; st; st = st->next)
       for (int i = 0; i < st->nRings; i++) work += retire(&st->rings[i]);
     ccoResult_t failure = px->failure;
@@ -292,7 +358,8 @@ static void* proxy_main(void* arg) {
      * and device-communicator teardown hold while they take this one. */
     if (failure != ccoSuccess && !failed) {
       failed = true;
-      CCO_WARN(GDA, "rank %d: GDA proxy failed: %s", px->rank, cco_thread_last_error());
+      CCO_WARN(GDA, "rank %d: GDA proxy failed (%s); the communicator is aborted", px->rank,
+               ccoGetErrorString(failure));
       cco_comm_fail_async(px->comm, failure);
     }
     if (work) {

@@ -211,6 +211,7 @@ static ccoResult_t proxy_open(cco_gda_proxy* px, gda_hello* hello) {
 
 static void proxy_release(cco_gda_proxy* px) {
   gda_staged_destroy(px);
+  free(px->watch);
   while (px->wins) {
     gda_win* w = px->wins;
     px->wins = w->next;
@@ -233,6 +234,7 @@ static ccoResult_t proxy_create(ccoComm* comm) {
   px->rank = comm->rank;
   px->nRanks = comm->nRanks;
   px->slotBase = cco_symm_slot_base(&comm->mem, comm->mem.lsaRank);
+  px->watch = calloc((size_t)comm->nRanks, sizeof(gda_peer_watch)); /* NULL: no dead-peer checks */
   pthread_mutex_init(&px->lock, NULL);
   gda_hello* me = &all[comm->rank];
   me->status = proxy_open(px, me);

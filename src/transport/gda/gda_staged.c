@@ -411,7 +411,7 @@ static int post_ready(cco_gda_proxy* px) {
       res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
                           s->replyOff + c->m.zoneOff, GDA_TAG(c, GDA_TAG_REPLY));
     }
-    if (res == CCO_NET_BUSY) break;
+    if (gda_post_result(px, c->peer, res) == CCO_NET_BUSY) break;
     s->readyFirst = c->next;
     if (!s->readyFirst) s->readyLast = NULL;
     n++;
@@ -436,7 +436,7 @@ static int publish(cco_gda_proxy* px) {
     ccoResult_t res = cco_net_atomic_add(px->net, p, upto - t->published, s->rkeys[p],
                                          s->countOff + (uint64_t)px->rank * sizeof(uint64_t),
                                          GDA_TAG(NULL, GDA_TAG_COUNT));
-    if (res == CCO_NET_BUSY) break;
+    if (gda_post_result(px, p, res) == CCO_NET_BUSY) break;
     if (res != ccoSuccess) gda_proxy_fail(px, res);
     for (uint64_t k = t->published; k != upto; k++) t->written[k % GDA_INBOX_SLOTS] = false;
     t->published = upto;
@@ -557,7 +557,7 @@ static int send_acks(cco_gda_proxy* px) {
     ccoResult_t res = cco_net_atomic_add(px->net, p, r->donePrefix - r->ackPosted, s->rkeys[p],
                                          s->ackOff + (uint64_t)px->rank * sizeof(uint64_t),
                                          GDA_TAG(NULL, GDA_TAG_COUNT));
-    if (res == CCO_NET_BUSY) break;
+    if (gda_post_result(px, p, res) == CCO_NET_BUSY) break;
     if (res != ccoSuccess) gda_proxy_fail(px, res);
     r->ackPosted = r->donePrefix;
     n++;
@@ -647,7 +647,8 @@ static uint64_t clock_ns(void) {
  * them, leaves nothing in flight here to fail: the ring would wait for its
  * acks forever. So while a peer owes acks and sends none, an atomic add of
  * 0 to our count word there goes out every GDA_PROBE_NS; toward a dead
- * peer it completes with an error, which fails the communicator. */
+ * peer it completes with an error, or is refused until gda_post_result
+ * gives up on the peer; either fails the communicator. */
 static void probe_silent(cco_gda_proxy* px) {
   gda_staged* s = px->staged;
   uint64_t now = 0;
@@ -662,7 +663,7 @@ static void probe_silent(cco_gda_proxy* px) {
     if (now < t->probeAt) continue;
     ccoResult_t res = cco_net_atomic_add(px->net, p, 0, s->rkeys[p], s->countOff + (uint64_t)px->rank * sizeof(uint64_t),
                                          GDA_TAG(NULL, GDA_TAG_COUNT));
-    if (res == CCO_NET_BUSY) continue;
+    if (gda_post_result(px, p, res) == CCO_NET_BUSY) continue;
     if (res != ccoSuccess) gda_proxy_fail(px, res);
     t->probeAt = now + GDA_PROBE_NS;
   }
