@@ -33,7 +33,7 @@
 #include "core/log.h"
 #include "transport/gda/gda_internal.h"
 
-#define GDA_INBOX_SLOTS 64u /* messages in flight per (source, target) */
+#define GDA_INBOX_SLOTS 256u /* messages in flight per (source, target) */
 #define GDA_PROBE_NS 100000000ull /* a peer owing acks is probed this often */
 
 enum { MSG_PUT = 1, MSG_PUT_VALUE = 2, MSG_SIGNAL = 3, MSG_GET = 4 };
@@ -72,6 +72,7 @@ typedef struct gda_chunk {
   int kind, state, peer;
   bool signals; /* rx: apply the message's signal when the copy is done */
   uint64_t msg; /* message number (ours to peer, or peer's to us) */
+  uint32_t run; /* tx: messages this chunk's message write carries (its own and the next ones) */
   gda_op* op;   /* tx */
   uint64_t len;
   uint64_t outOff;  /* piece of the out area, or UINT64_MAX */
@@ -404,22 +405,32 @@ static int post_ready(cco_gda_proxy* px) {
                           s->landOff + (uint64_t)px->rank * s->landBytes + c->zoneOff,
                           GDA_TAG(c, GDA_TAG_CHUNK_DATA));
     } else if (c->state == ST_SEND_MSG) {
+      /* Messages ready back to back for the same peer sit in consecutive
+       * slots at both ends: one write carries the whole run (up to the
+       * ring's wrap), which is what makes small ops cheap. */
+      c->run = 1;
+      for (gda_chunk* x = c->next; x && x->state == ST_SEND_MSG && x->peer == c->peer && x->msg == c->msg + c->run &&
+                                   x->msg % GDA_INBOX_SLOTS != 0;
+           x = x->next)
+        c->run++;
       uint64_t src = s->msgOutOff + ((uint64_t)c->peer * GDA_INBOX_SLOTS + c->msg % GDA_INBOX_SLOTS) * sizeof(gda_msg);
-      res = cco_net_write(px->net, c->peer, s->mem + src, s->mr, sizeof(gda_msg), s->rkeys[c->peer],
+      res = cco_net_write(px->net, c->peer, s->mem + src, s->mr, c->run * sizeof(gda_msg), s->rkeys[c->peer],
                           inbox_slot(s, px->rank, c->msg), GDA_TAG(c, GDA_TAG_CHUNK_MSG));
     } else { /* ST_SEND_REPLY */
       res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
                           s->replyOff + c->m.zoneOff, GDA_TAG(c, GDA_TAG_REPLY));
     }
     if (gda_post_result(px, c->peer, res) == CCO_NET_BUSY) break;
-    s->readyFirst = c->next;
+    uint32_t taken = c->state == ST_SEND_MSG ? c->run : 1;
+    int next = c->state == ST_SEND_DATA ? ST_DATA : c->state == ST_SEND_MSG ? ST_MSG : ST_REPLY;
+    for (uint32_t i = 0; i < taken; i++) { /* the run's chunks leave the ready list together */
+      gda_chunk* x = s->readyFirst;
+      s->readyFirst = x->next;
+      x->state = next;
+    }
     if (!s->readyFirst) s->readyLast = NULL;
     n++;
-    if (res != ccoSuccess) {
-      gda_proxy_fail(px, res);
-      continue;
-    }
-    c->state = c->state == ST_SEND_DATA ? ST_DATA : c->state == ST_SEND_MSG ? ST_MSG : ST_REPLY;
+    if (res != ccoSuccess) gda_proxy_fail(px, res);
   }
   return n;
 }
@@ -623,10 +634,15 @@ void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t
       c->state = ST_SEND_MSG;
       ready_push(s, c);
       break;
-    case GDA_TAG_CHUNK_MSG:
-      c->state = ST_WRITTEN;
-      s->tx[c->peer].written[c->msg % GDA_INBOX_SLOTS] = true;
+    case GDA_TAG_CHUNK_MSG: { /* the run of messages is in the peer's inbox */
+      gda_tx* t = &s->tx[c->peer];
+      for (uint32_t i = 0, run = c->run; i < run; i++) {
+        gda_chunk* x = t->meta[(c->msg + i) % GDA_INBOX_SLOTS];
+        x->state = ST_WRITTEN;
+        t->written[(c->msg + i) % GDA_INBOX_SLOTS] = true;
+      }
       break;
+    }
     case GDA_TAG_REPLY:
       if (c->outOff != UINT64_MAX) fifo_free(&s->out, c->outOff);
       rx_done(px, c->peer, c->msg);
