@@ -2,7 +2,8 @@
 // ranks are GDA peers over the network engine's loopback), each figure next
 // to its reference measured in the same run:
 //
-//   ccorun -n 2 cco-bench-gda          (under MPS when both ranks share a GPU)
+//   ccorun -n 2 cco-bench-gda [overhead|bw|latency|rate]...   (default: all;
+//                              under MPS when both ranks share a GPU)
 //
 // - proxy overhead: a zero-byte put + flush round trip issued by a kernel,
 //   against the raw round trip kernel -> host-mapped word -> host thread ->
@@ -109,13 +110,18 @@ __global__ void ping_pong(ccoDevComm dc, ccoWindow_t win, int peer, int iters, i
 
 // ------------------------------------------------------------ message rate
 
-__global__ void put_values(ccoDevComm dc, ccoWindow_t win, int peer, int perThread, ccoGdaDoorbellMode_t mode) {
+// ns[0]: until every post was written (credits included), ns[1]: until the flush returned.
+__global__ void put_values(ccoDevComm dc, ccoWindow_t win, int peer, int perThread, ccoGdaDoorbellMode_t mode,
+                           unsigned long long* ns) {
   ccoGda g = ccoGdaHandle(&dc, 0, mode);
+  uint64_t t0 = dev_now();
   for (int i = 0; i < perThread; i++)
     ccoGdaPutValue(&g, peer, win, (threadIdx.x * 8u) % 4096u, (uint64_t)i, 8, ccoGdaSigNone(), CCO_GDA_NO_COUNTER,
                    ccoCoopBlock, ccoGdaThreadIndependent);
   __syncthreads();
+  uint64_t t1 = dev_now();
   ccoGdaFlush(&g, ccoCoopBlock);
+  if (threadIdx.x == 0) ns[0] = t1 - t0, ns[1] = dev_now() - t0;
 }
 
 // ------------------------------------------------------------ raw engine
@@ -243,7 +249,19 @@ static double raw_latency(raw_engine* r, int iters) {
   return us;
 }
 
-int main(void) {
+static int g_argc;
+static char** g_argv;
+
+// Whether the figure was asked for (no arguments: every figure).
+static bool want(const char* what) {
+  if (g_argc < 2) return true;
+  for (int i = 1; i < g_argc; i++)
+    if (!strcmp(g_argv[i], what)) return true;
+  return false;
+}
+
+int main(int argc, char** argv) {
+  g_argc = argc, g_argv = argv;
   setenv("CUDA_MODULE_LOADING", "EAGER", 0); // kernels wait on the proxy; see docs/sdma.md
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
   int n = 0;
@@ -255,22 +273,25 @@ int main(void) {
   }
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
-  reqs.gdaQueueDepth = 4096;
+  // Slots per ring; the message-rate figure posts 16384, so credits come
+  // into play below that. CCO_BENCH_GDA_DEPTH overrides (a power of two).
+  reqs.gdaQueueDepth = getenv("CCO_BENCH_GDA_DEPTH") ? (uint32_t)atoi(getenv("CCO_BENCH_GDA_DEPTH")) : 4096;
   ccoWindow_t win = NULL;
   void* local = NULL;
   ccoDevComm dc;
   CCO_OK(ccoWindowRegisterAlloc(comm, WIN_BYTES, &win, &local));
   CCO_OK(ccoDevCommCreate(comm, &reqs, &dc));
   int peer = 1 - rank;
-  unsigned long long* dNs = NULL;
+  unsigned long long *dNs = NULL, *dPhases = NULL;
   CUDA_OK(cudaMalloc(&dNs, sizeof(*dNs)));
+  CUDA_OK(cudaMalloc(&dPhases, 2 * sizeof(*dPhases)));
   unsigned long long ns = 0;
   const char* provider = getenv("CCO_NET_PROVIDER") ? getenv("CCO_NET_PROVIDER") : "tcp;ofi_rxm";
 
   // Proxy overhead (rank 0).
   const int iters = 2000;
   CCO_OK(ccoBarrierAll(comm));
-  if (rank == 0) {
+  if (rank == 0 && want("overhead")) {
     put_flush_loop<<<1, 1>>>(dc, win, peer, iters, dNs);
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
@@ -300,7 +321,7 @@ int main(void) {
   raw_engine raw;
   raw_open(&raw, RAW_BYTES);
   const size_t sizes[] = {MiB, 4 * MiB, 16 * MiB, 64 * MiB};
-  for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+  for (size_t s = 0; want("bw") && s < sizeof(sizes) / sizeof(sizes[0]); s++) {
     size_t bytes = sizes[s];
     int count = (int)(512 * MiB / bytes);
     CCO_OK(ccoBarrierAll(comm));
@@ -323,36 +344,41 @@ int main(void) {
   // Latency.
   const int pp = 1000;
   CCO_OK(ccoBarrierAll(comm));
-  ping_pong<<<1, 1>>>(dc, win, peer, 100, rank == 0, 0, dNs); // warm-up
-  CUDA_OK(cudaDeviceSynchronize());
-  CCO_OK(ccoBarrierAll(comm));
-  ping_pong<<<1, 1>>>(dc, win, peer, pp, rank == 0, 100, dNs);
-  CUDA_OK(cudaDeviceSynchronize());
-  CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
-  double gdaLat = ns / 1e3 / pp / 2;
-  double rawLat = raw_latency(&raw, pp);
-  if (rank == 0)
-    printf("{\"bench\":\"gda_latency\",\"provider\":\"%s\",\"bytes\":8,\"iters\":%d,\"put_value_signal_half_rtt_us\":"
-           "%.2f,\"raw_engine_write_half_rtt_us\":%.2f,\"ratio\":%.2f}\n",
-           provider, pp, gdaLat, rawLat, gdaLat / rawLat);
+  if (want("latency")) {
+    ping_pong<<<1, 1>>>(dc, win, peer, 100, rank == 0, 0, dNs); // warm-up
+    CUDA_OK(cudaDeviceSynchronize());
+    CCO_OK(ccoBarrierAll(comm));
+    ping_pong<<<1, 1>>>(dc, win, peer, pp, rank == 0, 100, dNs);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
+    double gdaLat = ns / 1e3 / pp / 2;
+    double rawLat = raw_latency(&raw, pp);
+    if (rank == 0)
+      printf("{\"bench\":\"gda_latency\",\"provider\":\"%s\",\"bytes\":8,\"iters\":%d,\"put_value_signal_half_rtt_us\":"
+             "%.2f,\"raw_engine_write_half_rtt_us\":%.2f,\"ratio\":%.2f}\n",
+             provider, pp, gdaLat, rawLat, gdaLat / rawLat);
+  }
 
   // Message rate (rank 0 sends), against 8-byte writes of the raw engine
   // from the host, as many in flight as it takes.
   const int perThread = 64, threads = 256, messages = perThread * threads;
-  double rawRate = raw_bandwidth(&raw, 8, messages) * 1e9 / 8 / 1e6;
-  for (int mode = 0; mode < 2; mode++) {
+  double rawRate = want("rate") ? raw_bandwidth(&raw, 8, messages) * 1e9 / 8 / 1e6 : 0;
+  for (int mode = 0; want("rate") && mode < 2; mode++) {
     CCO_OK(ccoBarrierAll(comm));
     if (rank == 0) {
-      put_values<<<1, threads>>>(dc, win, peer, 4, (ccoGdaDoorbellMode_t)mode); // warm-up
+      put_values<<<1, threads>>>(dc, win, peer, 4, (ccoGdaDoorbellMode_t)mode, dPhases); // warm-up
       CUDA_OK(cudaDeviceSynchronize());
       double t0 = bench_now_s();
-      put_values<<<1, threads>>>(dc, win, peer, perThread, (ccoGdaDoorbellMode_t)mode);
+      put_values<<<1, threads>>>(dc, win, peer, perThread, (ccoGdaDoorbellMode_t)mode, dPhases);
       CUDA_OK(cudaDeviceSynchronize());
       double s = bench_now_s() - t0;
+      unsigned long long phases[2] = {0, 0};
+      CUDA_OK(cudaMemcpy(phases, dPhases, sizeof(phases), cudaMemcpyDeviceToHost));
       printf("{\"bench\":\"gda_put_value_rate\",\"provider\":\"%s\",\"doorbell\":\"%s\",\"threads\":%d,"
-             "\"messages\":%d,\"Mmsg_per_s\":%.3f,\"raw_engine_8B_writes_Mmsg_per_s\":%.3f,\"ratio\":%.2f}\n",
+             "\"messages\":%d,\"Mmsg_per_s\":%.3f,\"raw_engine_8B_writes_Mmsg_per_s\":%.3f,\"ratio\":%.2f,"
+             "\"posts_written_ms\":%.2f,\"flushed_ms\":%.2f}\n",
              provider, mode ? "Deferred" : "Immediate", threads, messages, messages / s / 1e6, rawRate,
-             messages / s / 1e6 / rawRate);
+             messages / s / 1e6 / rawRate, phases[0] / 1e6, phases[1] / 1e6);
     }
   }
   CCO_OK(ccoBarrierAll(comm));
@@ -366,5 +392,6 @@ int main(void) {
   CCO_OK(ccoWindowDeregister(comm, win));
   CCO_OK(ccoCommDestroy(comm));
   cudaFree(dNs);
+  cudaFree(dPhases);
   return asyncErr == ccoSuccess ? 0 : 1;
 }

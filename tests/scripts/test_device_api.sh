@@ -5,7 +5,8 @@
 #    (ccorun) and as threads of one process; a rank dying mid-stress; an abort
 #    waking a blocked device wait;
 #  - the examples' host twins (01, 02-host, 03-host) with 2 and 4 ranks;
-#  - compile checks of cco_device.h and examples/lsa_examples.h: nvcc sm_90,
+#  - compile checks of cco_device.h, cco_scale_out.h and
+#    examples/lsa_examples.h: nvcc sm_90,
 #    gcc/g++ (and clang/clang++) host code run on a fake one-rank
 #    communicator, clang-19 to NVPTX bitcode; each skipped with a note when
 #    its compiler is missing here.
@@ -88,6 +89,7 @@ check "cco-example-03-lsa-allreduce-host with 4 ranks, 7 blocks, 1001 elements" 
 # communicator and checks the results.
 cat >"$tmp/uses.c" <<'EOF'
 #include "cco/cco_device.h"
+#include "cco/cco_scale_out.h"
 #include "lsa_examples.h"
 
 #if defined(__CUDACC__)
@@ -166,6 +168,34 @@ ENTRY dev_examples(ccoDevComm dc, ccoWindow_t win, uint32_t* out) {
   out[1] = ccoExampleAllReduceBlock(&dc, win, 0, 512, 16, ccoExampleBf16, 0, 1);
   out[2] = ccoExampleF32ToBf16(ccoExampleBf16ToF32(0x3f80));
   ccoExampleSumRange(win, 0, 256, 0, 16, ccoExampleF32, ccoCoopRank(ccoCoopBlock), ccoCoopSize(ccoCoopBlock));
+}
+
+/* Every GDA call; on the fake rank (no GDA state) each returns
+ * ccoDevUnsupported at once. */
+ENTRY dev_gda(ccoDevComm dc, ccoWindow_t win, uint32_t* out) {
+  ccoGda g = ccoGdaHandle(&dc, 0, ccoGdaDoorbellImmediate);
+  ccoGdaRequest req;
+  out[0] = ccoGdaPut(&g, 0, win, 0, win, 8, 8, ccoGdaSigInc(0), CCO_GDA_NO_COUNTER, ccoCoopBlock, ccoGdaThreadAggregate);
+  out[1] = ccoGdaPutValue(&g, 0, win, 0, 7, 8, ccoGdaSigAdd(0, 2), 0, ccoCoopWarp, ccoGdaThreadIndependent);
+  out[2] = ccoGdaGet(&g, 0, win, 0, win, 8, 8, 0, ccoCoopThread, ccoGdaThreadAggregate);
+  out[3] = ccoGdaSignal(&g, 0, ccoGdaSigInc(1), ccoCoopThread);
+  out[4] = ccoGdaCounter(&g, 0, 0, ccoCoopThread);
+  out[5] = ccoGdaFlushAsync(&g, 0, &req, ccoCoopThread);
+  out[6] = ccoGdaWait(&g, &req, ccoCoopThread);
+  out[7] = ccoGdaFlush(&g, ccoCoopBlock);
+  out[8] = ccoGdaFlushPeer(&g, 0, ccoCoopWarp);
+  out[9] = ccoGdaWaitSignal(&g, 0, 1, 1000, ccoCoopThread);
+  out[10] = ccoGdaWaitCounter(&g, 0, 1, 1000, ccoCoopThread);
+  ccoGdaBarrierSession b = ccoGdaBarrierSessionInit(&dc, &g, 0, ccoCoopBlock);
+  out[11] = ccoGdaBarrierSync(&b);
+  out[12] = (uint32_t)(ccoGdaReadSignal(&g, 0) + ccoGdaReadCounter(&g, 0)) + (uint32_t)ccoGdaHasPeer(&g, 0) +
+            (ccoGdaSignalPtr(&g, 0) != 0) + (ccoGdaCounterPtr(&g, 0) != 0);
+  ccoGdaResetSignal(&g, 0);
+  ccoGdaResetCounter(&g, 0);
+  out[13] = (uint32_t)ccoGdaTeamPeer(&dc, 0) + (uint32_t)ccoGdaTeamKind(&dc);
+  ccoGdaSignalSpec none = ccoGdaSigNone();
+  out[14] = none.op;
+  cco_spin_backoff(out[14]);
 }
 
 #ifdef CHECK_MAIN
@@ -255,6 +285,11 @@ int main(void) {
   EXPECT(memcmp((char*)g_win + 256, g_win, 16 * sizeof(float)) == 0); /* fp32 sum of one */
   EXPECT(memcmp((char*)g_win + 512, g_win, 16 * sizeof(uint16_t)) == 0); /* bf16 sum of one */
 
+  uint32_t gda[15];
+  dev_gda(dc, &wd, gda);
+  for (int i = 0; i <= 11; i++) EXPECT(gda[i] == ccoDevUnsupported);
+  EXPECT(gda[12] == 0 && gda[13] == 0 + ccoTeamCrossNode && gda[14] == ccoGdaSignalOpNone);
+
   /* The abort word stops a wait that would never end. */
   g_abort = 1;
   EXPECT(ccoDevCommAborted(&dc));
@@ -292,7 +327,7 @@ if [ -x "$nvcc" ]; then
     local want
     for want in ld.acquire.sys st.release.sys atom.release.sys.add ld.acquire.gpu st.release.gpu atom.release.gpu.add \
       fence.acq_rel.sys redux.sync.max.u32 \
-      bar.red.or.pred bar.warp.sync globaltimer '.entry dev_barrier' '.entry dev_examples'; do
+      bar.red.or.pred bar.warp.sync globaltimer nanosleep.u32 '.entry dev_barrier' '.entry dev_examples' '.entry dev_gda'; do
       grep -qF -- "$want" "$tmp/uses.ptx" || { echo "missing from the PTX: $want"; return 1; }
     done
   }
@@ -310,7 +345,7 @@ if command -v clang-19 >/dev/null; then
     llvm-dis-19 "$tmp/uses.bc" -o "$tmp/uses.ll" || return 1
     local want
     for want in 'define.*@dev_arch' 'define.*@dev_teams' 'define.*@dev_signals' 'define.*@dev_barrier' \
-      'define.*@dev_examples' 'define.*@dev_scoped' 'ld.acquire.sys.u32' 'ld.acquire.gpu.u32' 'st.release.sys.u32' 'redux.sync.max.u32' 'bar.red.or.pred'; do
+      'define.*@dev_examples' 'define.*@dev_scoped' 'define.*@dev_gda' 'nanosleep.u32' 'ld.acquire.sys.u32' 'ld.acquire.gpu.u32' 'st.release.sys.u32' 'redux.sync.max.u32' 'bar.red.or.pred'; do
       grep -q -- "$want" "$tmp/uses.ll" || { echo "missing from the bitcode: $want"; return 1; }
     done
   }
@@ -331,7 +366,8 @@ fi
 # Functions of the device headers that uses.c does not call yet: a note,
 # not a failure, so that adding a device function does not break this test.
 # Both plain definitions and ones a macro stamps out (CCO_X_(cco_name, ...)).
-headers=("$src/include/cco/cco_device.h" "$src/include/cco/device/cco_arch.h" "$src/examples/lsa_examples.h")
+headers=("$src/include/cco/cco_device.h" "$src/include/cco/cco_scale_out.h" "$src/include/cco/device/cco_arch.h"
+  "$src/examples/lsa_examples.h")
 device_functions() {
   grep -ho 'CCO_[A-Z_]*INLINE [^(]*(' "${headers[@]}" | sed 's/($//' | awk '{print $NF}' | sed 's/^\*//' | grep '^cco'
   grep -ho '^CCO_[A-Z_]*_(cco[A-Za-z0-9_]*' "${headers[@]}" | sed 's/.*(//'

@@ -277,4 +277,17 @@ CCO_DEVICE_INLINE void cco_spin_pause(uint32_t spins) {
 #endif
 }
 
+/* One step of a wait that polls memory across the bus (host memory from a
+ * GPU): many threads polling back to back flood the bus with reads and slow
+ * down the very transfers they wait for, so on a GPU the thread sleeps a
+ * little longer each time, up to about a microsecond. */
+CCO_DEVICE_INLINE void cco_spin_backoff(uint32_t spins) {
+#if CCO_ARCH_GPU
+  uint32_t ns = spins < 5 ? 32u << spins : 1024u;
+  __asm__ volatile("nanosleep.u32 %0;" ::"r"(ns));
+#else
+  cco_spin_pause(spins);
+#endif
+}
+
 #endif /* CCO_DEVICE_CCO_ARCH_H_ */
