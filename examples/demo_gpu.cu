@@ -69,24 +69,33 @@ __global__ void sdma_kernel(ccoDevComm dc, ccoWindow_t win, size_t bytes, unsign
   *status = bad;
 }
 
-extern "C" int cco_demo_gpu_sdma(const struct ccoDevComm* dc, void* win, size_t bytes, unsigned long long round) {
+// Runs a kernel that waits on a background thread's work (the SDMA engine,
+// the GDA proxy) and returns 0 when its status word says every device call
+// succeeded. A stream of its own, and a wait that leaves the host thread out
+// of the driver: the kernel spins until that thread's transfers land, and
+// those need its driver calls to go through meanwhile.
+template <typename Launch>
+static int run_waiting_kernel(const char* what, Launch launch) {
   int* status = nullptr;
   int host = 1;
   cudaStream_t stream;
   if (cudaMalloc(&status, sizeof(int)) != cudaSuccess) return -1;
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return -1;
-  // A stream of its own, and a wait that leaves the host thread out of the
-  // driver: the kernel spins until the engine thread's copies land, and
-  // those need the engine thread's driver calls to go through meanwhile.
-  sdma_kernel<<<1, 1, 0, stream>>>(*dc, (ccoWindow_t)win, bytes, round, status);
+  launch(stream, status);
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess)
     while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady) usleep(100);
   if (e == cudaSuccess) e = cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost);
   cudaStreamDestroy(stream);
   cudaFree(status);
-  if (e != cudaSuccess) fprintf(stderr, "cco-demo: sdma kernel: %s\n", cudaGetErrorString(e));
+  if (e != cudaSuccess) fprintf(stderr, "cco-demo: %s kernel: %s\n", what, cudaGetErrorString(e));
   return e == cudaSuccess && host == 0 ? 0 : -1;
+}
+
+extern "C" int cco_demo_gpu_sdma(const struct ccoDevComm* dc, void* win, size_t bytes, unsigned long long round) {
+  return run_waiting_kernel("sdma", [&](cudaStream_t stream, int* status) {
+    sdma_kernel<<<1, 1, 0, stream>>>(*dc, (ccoWindow_t)win, bytes, round, status);
+  });
 }
 
 __global__ void gda_kernel(ccoDevComm dc, ccoWindow_t win, size_t bytes, int peer, int* status) {
@@ -99,20 +108,9 @@ __global__ void gda_kernel(ccoDevComm dc, ccoWindow_t win, size_t bytes, int pee
 }
 
 extern "C" int cco_demo_gpu_gda(const struct ccoDevComm* dc, void* win, size_t bytes, int peer) {
-  int* status = nullptr;
-  int host = 1;
-  cudaStream_t stream;
-  if (cudaMalloc(&status, sizeof(int)) != cudaSuccess) return -1;
-  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return -1;
-  gda_kernel<<<1, 128, 0, stream>>>(*dc, (ccoWindow_t)win, bytes, peer, status);
-  cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess)
-    while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady) usleep(100);
-  if (e == cudaSuccess) e = cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost);
-  cudaStreamDestroy(stream);
-  cudaFree(status);
-  if (e != cudaSuccess) fprintf(stderr, "cco-demo: gda kernel: %s\n", cudaGetErrorString(e));
-  return e == cudaSuccess && host == 0 ? 0 : -1;
+  return run_waiting_kernel("gda", [&](cudaStream_t stream, int* status) {
+    gda_kernel<<<1, 128, 0, stream>>>(*dc, (ccoWindow_t)win, bytes, peer, status);
+  });
 }
 
 extern "C" int cco_demo_gpu_fill_local(void* dst, size_t bytes, int writer) {

@@ -393,16 +393,22 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_wait_word(const ccoGda* g, const uint64
   return ccoDevSuccess;
 }
 
+/* The scope's rank 0 waits for the word p (NULL: a bad index) to reach
+ * expected; every thread of the scope gets the status. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_gda_wait_scoped(const ccoGda* g, const uint64_t* p, uint64_t expected,
+                                                     uint64_t timeoutNs, ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  ccoDevStatus_t st = !g->dev ? ccoDevUnsupported : !p ? ccoDevInvalid : ccoDevSuccess;
+  if (rank == 0 && st == ccoDevSuccess) st = cco_gda_wait_word(g, p, expected, timeoutNs);
+  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
 /* Waits until signal slot `index` reaches expected (wrapping compare), the
  * abort word, or timeoutNs (0: none). The data of every put whose signal
  * counted is visible once this returns. */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaWaitSignal(const ccoGda* g, uint32_t index, uint64_t expected,
                                                   uint64_t timeoutNs, ccoCoop_t coop) {
-  uint32_t rank = ccoCoopRank(coop);
-  const uint64_t* p = ccoGdaSignalPtr(g, index);
-  ccoDevStatus_t st = !g->dev ? ccoDevUnsupported : !p ? ccoDevInvalid : ccoDevSuccess;
-  if (rank == 0 && st == ccoDevSuccess) st = cco_gda_wait_word(g, p, expected, timeoutNs);
-  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+  return cco_gda_wait_scoped(g, ccoGdaSignalPtr(g, index), expected, timeoutNs, coop);
 }
 
 CCO_DEVICE_INLINE uint64_t* ccoGdaCounterPtr(const ccoGda* g, uint32_t index) {
@@ -422,11 +428,7 @@ CCO_DEVICE_INLINE void ccoGdaResetCounter(const ccoGda* g, uint32_t index) {
 
 CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaWaitCounter(const ccoGda* g, uint32_t index, uint64_t expected,
                                                    uint64_t timeoutNs, ccoCoop_t coop) {
-  uint32_t rank = ccoCoopRank(coop);
-  const uint64_t* p = ccoGdaCounterPtr(g, index);
-  ccoDevStatus_t st = !g->dev ? ccoDevUnsupported : !p ? ccoDevInvalid : ccoDevSuccess;
-  if (rank == 0 && st == ccoDevSuccess) st = cco_gda_wait_word(g, p, expected, timeoutNs);
-  return (ccoDevStatus_t)cco_coop_broadcast3((int)coop, rank, (uint32_t)st);
+  return cco_gda_wait_scoped(g, ccoGdaCounterPtr(g, index), expected, timeoutNs, coop);
 }
 
 /* ------------------------------------------------------------ GDA barrier */

@@ -52,6 +52,7 @@
 #include <stdatomic.h>
 
 #include "cco/cco_device.h"
+#include "mp_pattern.h"
 #include "mp_util.h"
 
 #define MAX_RANKS 64
@@ -104,52 +105,6 @@ typedef struct {
 } test_win;
 
 static const char* status_name(ccoDevStatus_t st) { return ccoDevStatusName(st); }
-
-/* ------------------------------------------------------------- patterns */
-
-static uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-static uint64_t key4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-  return mix64(mix64(mix64(mix64(a) ^ b) ^ c) ^ d);
-}
-
-/* `bytes` bytes of the sequence named by seed (any length, any alignment). */
-static void fill(void* dst, size_t bytes, uint64_t seed) {
-  uint8_t* p = (uint8_t*)dst;
-  size_t words = bytes / 8;
-  for (size_t i = 0; i < words; i++) {
-    uint64_t v = mix64(seed + i);
-    memcpy(p + 8 * i, &v, 8);
-  }
-  if (bytes % 8) {
-    uint64_t v = mix64(seed + words);
-    memcpy(p + 8 * words, &v, bytes % 8);
-  }
-}
-
-/* Index of the first byte that differs from fill(seed), or `bytes`. */
-static size_t first_diff(const void* got, size_t bytes, uint64_t seed) {
-  const uint8_t* p = (const uint8_t*)got;
-  size_t words = bytes / 8;
-  for (size_t i = 0; i < words; i++) {
-    uint64_t v = mix64(seed + i), g;
-    memcpy(&g, p + 8 * i, 8);
-    if (g != v)
-      for (size_t b = 0; b < 8; b++)
-        if (p[8 * i + b] != (uint8_t)(v >> (8 * b))) return 8 * i + b;
-  }
-  if (bytes % 8) {
-    uint64_t v = mix64(seed + words);
-    for (size_t b = 0; b < bytes % 8; b++)
-      if (p[8 * words + b] != (uint8_t)(v >> (8 * b))) return 8 * words + b;
-  }
-  return bytes;
-}
 
 /* ------------------------------------------------------------- helpers */
 

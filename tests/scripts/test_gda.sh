@@ -52,21 +52,8 @@ if ! "$bin/mp_gda" --probe >"$tmp/probe.out" 2>&1; then
 fi
 sed 's/^/    /' "$tmp/probe.out"
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-# check NAME COMMAND...: passes when COMMAND succeeds; prints its time, and
-# its output's tail on failure. The output stays in $tmp/last.out.
-check() {
-  local name=$1; shift
-  local t0; t0=$(now)
-  if "$@" >"$tmp/last.out" 2>&1; then
-    passed=$((passed + 1)); echo "ok   $name ($(elapsed "$t0") s)"
-  else
-    failed=$((failed + 1)); echo "FAIL $name ($(elapsed "$t0") s)"; tail -25 "$tmp/last.out" | sed 's/^/    /'
-  fi
-}
-# Prints the lines of the last check's output that match a pattern, indented.
-show() { grep -E "$1" "$tmp/last.out" | sed 's/^/    /'; }
+# shellcheck source=tests/scripts/check_lib.sh
+source "$(dirname "$0")/check_lib.sh"
 
 # Every rank printed "mp_gda rank R: N passed, 0 failed" and nobody FAILed.
 all_ranks_passed() { # nRanks, output file

@@ -12,14 +12,10 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/idle.h"
 #include "core/log.h"
 #include "transport/gda/gda_internal.h"
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res) {
   if (px->failure == ccoSuccess) px->failure = res;
@@ -39,7 +35,7 @@ ccoResult_t gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res) {
     *since = 0;
     return res;
   }
-  uint64_t now = now_ns();
+  uint64_t now = cco_now_ns();
   if (!*since) {
     *since = now;
   } else if (now - *since > GDA_REFUSED_NS) {
@@ -205,7 +201,7 @@ static void direct_probe_silent(cco_gda_proxy* px) {
       w->probeAt = 0;
       continue;
     }
-    if (!now) now = now_ns();
+    if (!now) now = cco_now_ns();
     if (!w->probeAt) w->probeAt = now + GDA_PROBE_NS;
     if (now < w->probeAt) continue;
     ccoResult_t res = cco_net_atomic_add(px->net, p, 0, px->states->signalRkeys[p], 0, GDA_TAG(NULL, GDA_TAG_COUNT));
@@ -326,7 +322,7 @@ static int progress_engine(cco_gda_proxy* px) {
 
 static void* proxy_main(void* arg) {
   cco_gda_proxy* px = arg;
-  uint64_t idleSince = now_ns(), lastEngine = 0;
+  uint64_t idleSince = cco_now_ns(), lastEngine = 0;
   bool engineBusy = true;
   bool failed = false;
   while (!atomic_load(&px->stop)) {
@@ -340,7 +336,7 @@ static void* proxy_main(void* arg) {
         work += run_ring(px, &st->rings[i]);
         work += retire(&st->rings[i]);
       }
-    uint64_t t = now_ns();
+    uint64_t t = cco_now_ns();
     if (engineBusy || t - lastEngine >= GDA_ENGINE_INTERVAL_NS) {
       int done = progress_engine(px);
       engineBusy = done > 0;
@@ -363,18 +359,12 @@ static void* proxy_main(void* arg) {
       cco_comm_fail_async(px->comm, failure);
     }
     if (work) {
-      idleSince = now_ns();
+      idleSince = cco_now_ns();
       continue;
     }
-    /* Spin a while after the last work (latency), then nap; the engine
-     * is still progressed on every pass, so peers' transfers move. */
-    uint64_t idle = now_ns() - idleSince;
-    if (idle < 200000) {
-      sched_yield();
-    } else {
-      struct timespec nap = {0, idle < 10000000 ? 20000 : 100000};
-      nanosleep(&nap, NULL);
-    }
+    /* The engine is still progressed on every pass, so peers' transfers
+     * move while this side naps. */
+    cco_idle_wait(cco_now_ns() - idleSince, 100000);
   }
   return NULL;
 }

@@ -30,6 +30,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/idle.h"
 #include "core/log.h"
 #include "transport/gda/gda_internal.h"
 
@@ -653,12 +654,6 @@ void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t
   }
 }
 
-static uint64_t clock_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A peer that dies after our writes to it completed, but before it acked
  * them, leaves nothing in flight here to fail: the ring would wait for its
  * acks forever. So while a peer owes acks and sends none, an atomic add of
@@ -674,7 +669,7 @@ static void probe_silent(cco_gda_proxy* px) {
       t->probeAt = 0;
       continue;
     }
-    if (!now) now = clock_ns();
+    if (!now) now = cco_now_ns();
     if (!t->probeAt) t->probeAt = now + GDA_PROBE_NS;
     if (now < t->probeAt) continue;
     ccoResult_t res = cco_net_atomic_add(px->net, p, 0, s->rkeys[p], s->countOff + (uint64_t)px->rank * sizeof(uint64_t),

@@ -12,6 +12,7 @@
 #include "core/comm.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/idle.h"
 
 /* Counters on their own cache lines: producers hammer the tails while the
  * engine's stream writes land on the completion counts. */
@@ -67,11 +68,6 @@ size_t cco_sdma_signal_bytes(int lsaSize, uint32_t queues) {
 
 /* ------------------------------------------------------------------ engine */
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool in_flat(const cco_sdma_state* st, uint64_t addr, uint64_t bytes) {
   return addr >= st->flatLo && addr <= st->flatHi && bytes <= st->flatHi - addr;
@@ -149,9 +145,9 @@ static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
   /* A failed state keeps returning credits so producers are not stuck; its
    * completions never come, and waiters leave through the abort word. */
   if (!st->failed) {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = cco_now_ns();
     ccoResult_t res = issue_pass(e->comm, r, pass, n);
-    uint64_t took = now_ns() - t0;
+    uint64_t took = cco_now_ns() - t0;
     /* The driver calls are asynchronous; one that blocks stalls every ring. */
     if (took > 1000000)
       CCO_INFO(SDMA, "rank %d: issuing %d descriptors of LSA peer %d queue %d took %.3f ms", e->comm->rank, n,
@@ -167,7 +163,7 @@ static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
 
 static void* engine_main(void* arg) {
   cco_sdma_engine* e = arg;
-  uint64_t idleSince = now_ns();
+  uint64_t idleSince = cco_now_ns();
   while (!atomic_load(&e->stop)) {
     int work = 0;
     pthread_mutex_lock(&e->lock);
@@ -180,18 +176,10 @@ static void* engine_main(void* arg) {
      * lock, which destroy holds while it takes the engine lock. */
     if (failure != ccoSuccess) cco_comm_fail_async(e->comm, failure);
     if (work) {
-      idleSince = now_ns();
+      idleSince = cco_now_ns();
       continue;
     }
-    /* Spin for a while after the last descriptor (latency), then nap (a
-     * quiet communicator should not cost a core). */
-    uint64_t idle = now_ns() - idleSince;
-    if (idle < 200000) {
-      sched_yield();
-    } else {
-      struct timespec nap = {0, idle < 10000000 ? 20000 : 200000};
-      nanosleep(&nap, NULL);
-    }
+    cco_idle_wait(cco_now_ns() - idleSince, 200000);
   }
   return NULL;
 }
