@@ -6,16 +6,13 @@
  * while someone calls it) and hands completion back to the rings in
  * ticket order.
  */
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
 #include "core/idle.h"
 #include "core/log.h"
 #include "transport/gda/gda_internal.h"
-
 
 void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res) {
   if (px->failure == ccoSuccess) px->failure = res;

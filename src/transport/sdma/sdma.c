@@ -2,11 +2,9 @@
 #include "transport/sdma/sdma.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cco/device/cco_sdma_types.h"
 #include "core/comm.h"
