@@ -157,15 +157,7 @@ typedef struct {
 
 static options g_opt = {NULL, NULL, 0, CCO_GDA_CONNECTION_CROSSNODE, 300, 1000, 0};
 
-/* Several threads of a rank check at once: MP_CHECK's counters are plain
- * ints, so checks take turns. */
-static pthread_mutex_t g_checkLock = PTHREAD_MUTEX_INITIALIZER;
-#define CHECK(cond, ...)                \
-  do {                                  \
-    pthread_mutex_lock(&g_checkLock);   \
-    MP_CHECK(cond, __VA_ARGS__);        \
-    pthread_mutex_unlock(&g_checkLock); \
-  } while (0)
+#define CHECK(...) MP_CHECK_MT(__VA_ARGS__)
 
 /* Calls that must work: counted only when they fail. */
 #define MUST(call)                                                                                  \

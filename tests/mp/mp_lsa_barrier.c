@@ -47,15 +47,7 @@ typedef struct {
 
 static options g_opt = {100000, 10000, 4, 0, -1, 60.0, 0};
 
-/* Ranks and their helpers may be threads of this process: MP_CHECK's
- * counters are plain ints, so checks take turns. */
-static pthread_mutex_t g_checkLock = PTHREAD_MUTEX_INITIALIZER;
-#define CHECK(cond, ...)                \
-  do {                                  \
-    pthread_mutex_lock(&g_checkLock);   \
-    MP_CHECK(cond, __VA_ARGS__);        \
-    pthread_mutex_unlock(&g_checkLock); \
-  } while (0)
+#define CHECK(...) MP_CHECK_MT(__VA_ARGS__)
 
 /* One rank's view: its communicator, device communicator and check window. */
 typedef struct {

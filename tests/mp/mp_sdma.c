@@ -72,15 +72,7 @@ typedef struct {
 
 static options g_opt = {0, 2000, 4096, 4, 64, 0, 0, NULL};
 
-/* Ranks and their helpers may be threads of this process: MP_CHECK's
- * counters are plain ints, so checks take turns. */
-static pthread_mutex_t g_checkLock = PTHREAD_MUTEX_INITIALIZER;
-#define CHECK(cond, ...)                \
-  do {                                  \
-    pthread_mutex_lock(&g_checkLock);   \
-    MP_CHECK(cond, __VA_ARGS__);        \
-    pthread_mutex_unlock(&g_checkLock); \
-  } while (0)
+#define CHECK(...) MP_CHECK_MT(__VA_ARGS__)
 
 /* Calls that must work: counted only when they fail. */
 #define MUST(call)                                                                                     \

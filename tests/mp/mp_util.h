@@ -32,6 +32,16 @@ static int mp_passed, mp_failed;
     }                                                         \
   } while (0)
 
+/* MP_CHECK for tests whose threads (ranks as threads, helper threads)
+ * check at once: the counters are plain ints, so checks take turns. */
+static pthread_mutex_t mp_check_lock __attribute__((unused)) = PTHREAD_MUTEX_INITIALIZER;
+#define MP_CHECK_MT(cond, ...)          \
+  do {                                  \
+    pthread_mutex_lock(&mp_check_lock); \
+    MP_CHECK(cond, __VA_ARGS__);        \
+    pthread_mutex_unlock(&mp_check_lock); \
+  } while (0)
+
 /* Flushes: forked ranks leave with _exit (mp_spawn), which does not. */
 static inline int mp_finish(const char* name) {
   printf("%s: %d passed, %d failed\n", name, mp_passed, mp_failed);
