@@ -197,7 +197,10 @@ static void test_cycles(void) {
 
 int main(void) {
   setenv("CCO_PLATFORM", "cuda", 1);
-  CUDA_OK(cudaSetDevice(0));
+  int nDev = 0; // one GPU per rank when there are several (as gpu_check.cuh's gpu_pick_device)
+  const char* localRank = getenv("CCO_LOCAL_RANK");
+  if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 1) nDev = 1;
+  CUDA_OK(cudaSetDevice(localRank ? atoi(localRank) % nDev : 0));
   CUDA_OK(cudaFree(0)); // make the primary context current
   size_t free0, freeAfter, total;
   cudaMemGetInfo(&free0, &total);
