@@ -52,3 +52,8 @@ if [ "$what" != tests ]; then
   fi
   mps_stop
 fi
+# Several GPUs: the suite and the benchmarks again, one process per GPU.
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+  bash tests/gpu/run_multi_gpu.sh "$bin" "$out/multi" >"$out/multi_gpu.txt" 2>&1
+  echo "multi-GPU rc=$?"; grep -E "^(ok|FAIL)|run_multi_gpu" "$out/multi_gpu.txt"
+fi
