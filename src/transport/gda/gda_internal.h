@@ -139,6 +139,12 @@ gda_win* gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes);
 /* Every post toward a peer passes its result through here (returned as is):
  * a peer that refuses every post for long is taken for dead. */
 ccoResult_t gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res);
+/* Probes a peer that owes us something (owed) and has been silent for a
+ * while: an atomic add of 0 to the word at (rkey, off) there, which fails
+ * toward a dead peer. *probeAt is the peer's timer (0: disarmed); *now is
+ * read once per sweep (0: not yet). */
+void gda_probe_if_silent(cco_gda_proxy* px, int peer, bool owed, uint64_t* probeAt, cco_net_rkey rkey,
+                         uint64_t off, uint64_t* now);
 
 /* gda_staged.c */
 ccoResult_t gda_staged_create(cco_gda_proxy* px);

@@ -94,8 +94,7 @@ static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
   ccoResult_t res = ccoSuccess;
   if (d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET || d->op == CCO_GDA_OP_PUT_VALUE) {
     if (!op->remoteWin) {
-      uint64_t bytes = d->op == CCO_GDA_OP_PUT_VALUE ? d->bytes : d->bytes;
-      op->remoteWin = gda_find_win(px, d->remote, bytes);
+      op->remoteWin = gda_find_win(px, d->remote, d->bytes);
       if (d->op != CCO_GDA_OP_PUT_VALUE) op->localWin = gda_find_win(px, d->local, d->bytes);
       if (!op->remoteWin || (d->op != CCO_GDA_OP_PUT_VALUE && !op->localWin) ||
           !op->remoteWin->has[d->peer]) {
@@ -183,29 +182,34 @@ static void on_completion(cco_gda_proxy* px, const cco_net_completion* c) {
 
 /* A peer can die with engine operations of ours in flight that then never
  * complete: tcp;ofi_rxm loses an atomic (a put's signal) whose response the
- * dead peer never sent. So while a peer owes completions and stays silent
- * for GDA_PROBE_NS, an atomic add of 0 to its signal slot 0 goes out:
- * toward a dead peer it fails, or is refused until gda_post_result gives
- * up on the peer; either fails the communicator. */
+ * dead peer never sent. So while a peer owes us something and stays
+ * silent for GDA_PROBE_NS, an atomic add of 0 to a word of ours there goes
+ * out: toward a dead peer it fails, or is refused until gda_post_result
+ * gives up on the peer; either fails the communicator. The direct path
+ * probes through signal slot 0, the staged path through its count word. */
 #define GDA_PROBE_NS 100000000ull
+
+void gda_probe_if_silent(cco_gda_proxy* px, int peer, bool owed, uint64_t* probeAt, cco_net_rkey rkey,
+                         uint64_t off, uint64_t* now) {
+  if (!owed) {
+    *probeAt = 0;
+    return;
+  }
+  if (!*now) *now = cco_now_ns();
+  if (!*probeAt) *probeAt = *now + GDA_PROBE_NS;
+  if (*now < *probeAt) return;
+  ccoResult_t res = cco_net_atomic_add(px->net, peer, 0, rkey, off, GDA_TAG(NULL, GDA_TAG_COUNT));
+  if (gda_post_result(px, peer, res) == CCO_NET_BUSY) return;
+  if (res != ccoSuccess) gda_proxy_fail(px, res);
+  *probeAt = *now + GDA_PROBE_NS;
+}
 
 static void direct_probe_silent(cco_gda_proxy* px) {
   if (!px->watch || !px->states) return;
   uint64_t now = 0;
-  for (int p = 0; p < px->nRanks; p++) {
-    gda_peer_watch* w = &px->watch[p];
-    if (!w->inFlight) {
-      w->probeAt = 0;
-      continue;
-    }
-    if (!now) now = cco_now_ns();
-    if (!w->probeAt) w->probeAt = now + GDA_PROBE_NS;
-    if (now < w->probeAt) continue;
-    ccoResult_t res = cco_net_atomic_add(px->net, p, 0, px->states->signalRkeys[p], 0, GDA_TAG(NULL, GDA_TAG_COUNT));
-    if (gda_post_result(px, p, res) == CCO_NET_BUSY) continue;
-    if (res != ccoSuccess) gda_proxy_fail(px, res);
-    w->probeAt = now + GDA_PROBE_NS;
-  }
+  for (int p = 0; p < px->nRanks; p++)
+    gda_probe_if_silent(px, p, px->watch[p].inFlight != 0, &px->watch[p].probeAt, px->states->signalRkeys[p], 0,
+                        &now);
 }
 
 /* ------------------------------------------------------------------ rings */

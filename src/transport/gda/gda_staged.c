@@ -35,7 +35,6 @@
 #include "transport/gda/gda_internal.h"
 
 #define GDA_INBOX_SLOTS 256u /* messages in flight per (source, target) */
-#define GDA_PROBE_NS 100000000ull /* a peer owing acks is probed this often */
 
 enum { MSG_PUT = 1, MSG_PUT_VALUE = 2, MSG_SIGNAL = 3, MSG_GET = 4 };
 
@@ -436,6 +435,15 @@ static int post_ready(cco_gda_proxy* px) {
   return n;
 }
 
+/* Adds delta to this rank's word of a per-rank array (counts, acks) in the
+ * peer's bounce region; the result has been through gda_post_result. */
+static ccoResult_t add_to_peer_word(cco_gda_proxy* px, int peer, uint64_t delta, uint64_t arrayOff) {
+  gda_staged* s = px->staged;
+  ccoResult_t res = cco_net_atomic_add(px->net, peer, delta, s->rkeys[peer],
+                                       arrayOff + (uint64_t)px->rank * sizeof(uint64_t), GDA_TAG(NULL, GDA_TAG_COUNT));
+  return gda_post_result(px, peer, res);
+}
+
 /* Tells each target how many of our messages are written, in order. */
 static int publish(cco_gda_proxy* px) {
   gda_staged* s = px->staged;
@@ -445,10 +453,8 @@ static int publish(cco_gda_proxy* px) {
     uint64_t upto = t->published;
     while (upto != t->msgSeq && t->written[upto % GDA_INBOX_SLOTS]) upto++;
     if (upto == t->published) continue;
-    ccoResult_t res = cco_net_atomic_add(px->net, p, upto - t->published, s->rkeys[p],
-                                         s->countOff + (uint64_t)px->rank * sizeof(uint64_t),
-                                         GDA_TAG(NULL, GDA_TAG_COUNT));
-    if (gda_post_result(px, p, res) == CCO_NET_BUSY) break;
+    ccoResult_t res = add_to_peer_word(px, p, upto - t->published, s->countOff);
+    if (res == CCO_NET_BUSY) break;
     if (res != ccoSuccess) gda_proxy_fail(px, res);
     for (uint64_t k = t->published; k != upto; k++) t->written[k % GDA_INBOX_SLOTS] = false;
     t->published = upto;
@@ -566,10 +572,8 @@ static int send_acks(cco_gda_proxy* px) {
   for (int p = 0; p < px->nRanks; p++) {
     gda_rx* r = &s->rx[p];
     if (r->donePrefix == r->ackPosted) continue;
-    ccoResult_t res = cco_net_atomic_add(px->net, p, r->donePrefix - r->ackPosted, s->rkeys[p],
-                                         s->ackOff + (uint64_t)px->rank * sizeof(uint64_t),
-                                         GDA_TAG(NULL, GDA_TAG_COUNT));
-    if (gda_post_result(px, p, res) == CCO_NET_BUSY) break;
+    ccoResult_t res = add_to_peer_word(px, p, r->donePrefix - r->ackPosted, s->ackOff);
+    if (res == CCO_NET_BUSY) break;
     if (res != ccoSuccess) gda_proxy_fail(px, res);
     r->ackPosted = r->donePrefix;
     n++;
@@ -656,28 +660,14 @@ void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t
 
 /* A peer that dies after our writes to it completed, but before it acked
  * them, leaves nothing in flight here to fail: the ring would wait for its
- * acks forever. So while a peer owes acks and sends none, an atomic add of
- * 0 to our count word there goes out every GDA_PROBE_NS; toward a dead
- * peer it completes with an error, or is refused until gda_post_result
- * gives up on the peer; either fails the communicator. */
+ * acks forever. So a peer that owes acks and sends none is probed
+ * (gda_probe_if_silent) through our count word there. */
 static void probe_silent(cco_gda_proxy* px) {
   gda_staged* s = px->staged;
   uint64_t now = 0;
-  for (int p = 0; p < px->nRanks; p++) {
-    gda_tx* t = &s->tx[p];
-    if (t->ackSeen == t->msgSeq) {
-      t->probeAt = 0;
-      continue;
-    }
-    if (!now) now = cco_now_ns();
-    if (!t->probeAt) t->probeAt = now + GDA_PROBE_NS;
-    if (now < t->probeAt) continue;
-    ccoResult_t res = cco_net_atomic_add(px->net, p, 0, s->rkeys[p], s->countOff + (uint64_t)px->rank * sizeof(uint64_t),
-                                         GDA_TAG(NULL, GDA_TAG_COUNT));
-    if (gda_post_result(px, p, res) == CCO_NET_BUSY) continue;
-    if (res != ccoSuccess) gda_proxy_fail(px, res);
-    t->probeAt = now + GDA_PROBE_NS;
-  }
+  for (int p = 0; p < px->nRanks; p++)
+    gda_probe_if_silent(px, p, s->tx[p].ackSeen != s->tx[p].msgSeq, &s->tx[p].probeAt, s->rkeys[p],
+                        s->countOff + (uint64_t)px->rank * sizeof(uint64_t), &now);
 }
 
 int gda_staged_poll(cco_gda_proxy* px) {
