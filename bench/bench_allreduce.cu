@@ -32,7 +32,7 @@ __global__ void fill_input(float* in, size_t count, int rank) {
 
 int main(void) {
   setenv("CCO_PLATFORM", "cuda", 1);
-  bench_pick_device();
+  CUDA_OK(pick_rank_device());
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
   int rank = 0, size = 0, lsaSize = 0;
   ccoCommRank(comm, &rank);

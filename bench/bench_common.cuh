@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cco/cco.h"
+#include "../tests/gpu/gpu_device.cuh"
 
 // Needs a `comm` (ccoComm*) in scope for the detail string.
 #define CCO_OK(call)                                                                         \
@@ -29,17 +30,6 @@
       exit(1);                                                                                \
     }                                                                                         \
   } while (0)
-
-// The GPU of this rank: with several GPUs, one per rank (local rank modulo
-// the count); with one, every rank shares it (under MPS).
-static inline int bench_pick_device(void) {
-  int n = 0;
-  const char* local = getenv("CCO_LOCAL_RANK");
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) n = 1;
-  int device = (local ? atoi(local) : 0) % n;
-  CUDA_OK(cudaSetDevice(device));
-  return device;
-}
 
 static inline double bench_now_s(void) {
   struct timespec ts;

@@ -263,7 +263,7 @@ static bool want(const char* what) {
 int main(int argc, char** argv) {
   g_argc = argc, g_argv = argv;
   setenv("CUDA_MODULE_LOADING", "EAGER", 0); // kernels wait on the proxy; see docs/sdma.md
-  bench_pick_device();
+  CUDA_OK(pick_rank_device());
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
   int n = 0;
   ccoCommRank(comm, &rank);

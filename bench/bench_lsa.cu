@@ -272,7 +272,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, int rank, int s
 
 int main(void) {
   setenv("CCO_PLATFORM", "cuda", 1);
-  bench_pick_device();
+  CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0));
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
   int rank, size, lsaRank, lsaSize;

@@ -130,7 +130,7 @@ int main(void) {
   // and loading waits for the running kernels: the waiter would starve the
   // launch it waits for. Load every kernel at start instead.
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  bench_pick_device();
+  CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0));
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
   int rank, size, lsaRank, lsaSize;

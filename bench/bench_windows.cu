@@ -24,7 +24,7 @@ __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ s
 
 int main(void) {
   setenv("CCO_PLATFORM", "cuda", 1);
-  bench_pick_device();
+  CUDA_OK(pick_rank_device());
   cudaFree(0);
   ccoComm* comm = NULL;
   CCO_OK(ccoCommCreateFromEnv(0, &comm));

@@ -212,7 +212,7 @@ int main(void) {
   int rank, size;
   CCO_OK(ccoCommRank(comm, &rank));
   CCO_OK(ccoCommSize(comm, &size));
-  bench_pick_device();
+  CUDA_OK(pick_rank_device());
 
   nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
   if (rank == 0 && nvshmemx_get_uniqueid(&id) != 0) {

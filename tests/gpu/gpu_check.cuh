@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cco/cco.h"
+#include "gpu_device.cuh"
 
 #ifndef GPU_TEST_NAME
 #error "define GPU_TEST_NAME before including gpu_check.cuh"
@@ -42,17 +43,6 @@ static ccoComm* g_comm;
     cudaError_t e_ = (call);                                                  \
     if (e_ != cudaSuccess) CHECK(0, "%s: %s", #call, cudaGetErrorString(e_)); \
   } while (0)
-
-// The GPU of this rank: with several GPUs, one per rank (local rank modulo
-// the count, no MPS needed); with one, every rank shares it (under MPS).
-static inline int gpu_pick_device(void) {
-  int n = 0;
-  const char* local = getenv("CCO_LOCAL_RANK");
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) n = 1;
-  int device = (local ? atoi(local) : 0) % n;
-  CUDA_OK(cudaSetDevice(device));
-  return device;
-}
 
 static inline double now_s(void) {
   struct timespec ts;

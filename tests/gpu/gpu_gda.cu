@@ -183,7 +183,7 @@ static size_t bad_words(const char* local, int writer, int tag, size_t bytes) {
 int main(int argc, char** argv) {
   setenv("CCO_PLATFORM", "cuda", 1);
   setenv("CUDA_MODULE_LOADING", "EAGER", 0); // see docs/sdma.md: kernels wait on other kernels' work
-  gpu_pick_device();
+  CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0));
   if (ccoCommCreateFromEnv(0, &g_comm) != ccoSuccess) {
     fprintf(stderr, "gpu_gda: create: %s\n", ccoGetLastError(NULL));

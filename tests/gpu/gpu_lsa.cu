@@ -576,7 +576,7 @@ static int test_abort(const ccoDevComm* dc, ccoWindow_t win, unsigned int* dCoun
 
 int main(void) {
   setenv("CCO_PLATFORM", "cuda", 1);
-  gpu_pick_device();
+  CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0)); // make the primary context current
   if (ccoCommCreateFromEnv(0, &g_comm) != ccoSuccess) {
     fprintf(stderr, "gpu_lsa: create: %s\n", ccoGetLastError(NULL));

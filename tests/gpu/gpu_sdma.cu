@@ -1014,7 +1014,7 @@ int main(int argc, char** argv) {
   // and loading waits for the running kernels: the waiter would starve the
   // launch it waits for. Load every kernel at start instead.
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  gpu_pick_device();
+  CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0)); // make the primary context current
   if (ccoCommCreateFromEnv(0, &g_comm) != ccoSuccess) {
     fprintf(stderr, "gpu_sdma: create: %s\n", ccoGetLastError(NULL));

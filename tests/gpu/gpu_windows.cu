@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cco/cco.h"
+#include "gpu_device.cuh"
 
 static int g_pass, g_fail, g_rank, g_size, g_lsaRank, g_lsaSize;
 static ccoComm* g_comm;
@@ -197,10 +198,7 @@ static void test_cycles(void) {
 
 int main(void) {
   setenv("CCO_PLATFORM", "cuda", 1);
-  int nDev = 0; // one GPU per rank when there are several (as gpu_check.cuh's gpu_pick_device)
-  const char* localRank = getenv("CCO_LOCAL_RANK");
-  if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 1) nDev = 1;
-  CUDA_OK(cudaSetDevice(localRank ? atoi(localRank) % nDev : 0));
+  CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0)); // make the primary context current
   size_t free0, freeAfter, total;
   cudaMemGetInfo(&free0, &total);
