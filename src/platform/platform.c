@@ -1,4 +1,5 @@
 /* Platform choice: CCO_PLATFORM=auto|cuda|host. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/env.h"
@@ -18,6 +19,15 @@ ccoResult_t cco_platform_open(cco_platform* p) {
     return cco_platform_host_open(p);
   }
   return cco_platform_cuda_open(p);
+}
+
+ccoResult_t cco_platform_desc_alloc_zeroed(cco_platform* p, size_t size, void** ptr) {
+  void* zeros = calloc(1, size);
+  if (!zeros) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_MEM, "no memory");
+  ccoResult_t res = p->ops->desc_alloc(p, size, ptr);
+  if (res == ccoSuccess) res = p->ops->copy_to_device(p, *ptr, zeros, size);
+  free(zeros);
+  return res;
 }
 
 void cco_platform_close(cco_platform* p) {

@@ -114,6 +114,10 @@ struct cco_platform {
 ccoResult_t cco_platform_open(cco_platform* p);
 void cco_platform_close(cco_platform* p);
 
+/* desc_alloc of zero-filled memory (counters, tails). On a failed copy the
+ * allocation is still returned in *ptr, for the caller's release path. */
+ccoResult_t cco_platform_desc_alloc_zeroed(cco_platform* p, size_t size, void** ptr);
+
 /* Per-platform constructors (used by cco_platform_open and by tests). */
 ccoResult_t cco_platform_host_open(cco_platform* p);
 ccoResult_t cco_platform_cuda_open(cco_platform* p);

@@ -324,15 +324,6 @@ static void state_free(ccoComm* comm, gda_state* st) {
   free(st);
 }
 
-static ccoResult_t zeroed_desc(cco_platform* p, size_t bytes, void** out) {
-  void* zeros = calloc(1, bytes);
-  if (!zeros) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
-  ccoResult_t res = p->ops->desc_alloc(p, bytes, out);
-  if (res == ccoSuccess) res = p->ops->copy_to_device(p, *out, zeros, bytes);
-  free(zeros);
-  return res;
-}
-
 static ccoResult_t state_build(ccoComm* comm, gda_state* st, const ccoDevCommRequirements* reqs, uint64_t* devAddr,
                                cco_net_rkey* signalKey) {
   cco_platform* p = &comm->mem.platform;
@@ -356,8 +347,8 @@ static ccoResult_t state_build(ccoComm* comm, gda_state* st, const ccoDevCommReq
   CCO_CHECK(p->ops->hostmap_alloc(p, ((size_t)st->counterCount + 1) * 8, &st->countersMem, &countersDev));
   st->signalsHost = st->signalsMem;
   st->countersHost = st->countersMem;
-  CCO_CHECK(zeroed_desc(p, (size_t)ctxs * GDA_LINE, &st->tailsMem));
-  CCO_CHECK(zeroed_desc(p, ((size_t)barriers + 1) * 8, &st->epochsDev));
+  CCO_CHECK(cco_platform_desc_alloc_zeroed(p, (size_t)ctxs * GDA_LINE, &st->tailsMem));
+  CCO_CHECK(cco_platform_desc_alloc_zeroed(p, ((size_t)barriers + 1) * 8, &st->epochsDev));
   CCO_CHECK(p->ops->desc_alloc(p, (size_t)comm->nRanks, &st->peersDev));
   CCO_CHECK(p->ops->copy_to_device(p, st->peersDev, st->peers, (size_t)comm->nRanks));
   if (px->path == GDA_PATH_DIRECT) {

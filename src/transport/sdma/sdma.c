@@ -243,16 +243,6 @@ static void free_state(ccoComm* comm, cco_sdma_state* st) {
   free(st);
 }
 
-/* Device-visible zeroed memory: the tails and completion counts. */
-static ccoResult_t zeroed_desc(cco_platform* p, size_t bytes, void** out) {
-  void* zeros = calloc(1, bytes);
-  if (!zeros) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory");
-  ccoResult_t res = p->ops->desc_alloc(p, bytes, out);
-  if (res == ccoSuccess) res = p->ops->copy_to_device(p, *out, zeros, bytes);
-  free(zeros);
-  return res;
-}
-
 ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resourceBase,
                                   uint64_t signalsOffset, cco_sdma_state** out, uint64_t* devAddr) {
   cco_platform* p = &comm->mem.platform;
@@ -271,7 +261,7 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
   size_t lineBytes = (size_t)st->nRings * CCO_SDMA_LINE;
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, slotBytes, &st->slotsHost, &slotsDev);
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, lineBytes, &st->headsHost, &headsDev);
-  if (res == ccoSuccess) res = zeroed_desc(p, 2 * lineBytes, &st->counters);
+  if (res == ccoSuccess) res = cco_platform_desc_alloc_zeroed(p, 2 * lineBytes, &st->counters);
   cco_sdma_engine* e = NULL;
   if (res == ccoSuccess) res = engine_get(comm, &e);
   for (int i = 0; res == ccoSuccess && i < st->nRings; i++) {
