@@ -31,6 +31,7 @@
 
 typedef struct {
   int rank, lsaRank, node, pid;
+  int gpu; /* CUDA device ordinal; -1 on the host platform */
   char host[64];
   double barrierUs;
   double windowGBps;
@@ -292,6 +293,7 @@ int main(void) {
   mine.gdaBad = gdaBad;
   mine.gdaPeer = gdaPeer;
   CHECK(ccoCommLsaRank(comm, &mine.lsaRank));
+  CHECK(ccoCommCudaDevice(comm, &mine.gpu));
   CHECK(ccoCommNodeIndex(comm, &mine.node));
   gethostname(mine.host, sizeof(mine.host) - 1);
   rank_report* all = calloc((size_t)size, sizeof(*all));
@@ -303,10 +305,13 @@ int main(void) {
     for (int k = 0; k < ccoNumTeams; k++) CHECK(ccoCommTeam(comm, (ccoTeamKind_t)k, &teams[k]));
     printf("cco-demo: %d ranks on %d host(s); communicator created in %.1f ms\n", size, nNodes,
            createMs);
-    printf("  rank  node  lsa  pid      host              barrier us\n");
-    for (int r = 0; r < size; r++)
-      printf("  %4d  %4d  %3d  %-7d  %-16s  %6.1f\n", all[r].rank, all[r].node, all[r].lsaRank,
+    printf("  rank  node  lsa  gpu  pid      host              barrier us\n");
+    for (int r = 0; r < size; r++) {
+      char gpu[16] = "-";
+      if (all[r].gpu >= 0) snprintf(gpu, sizeof(gpu), "%d", all[r].gpu);
+      printf("  %4d  %4d  %3d  %3s  %-7d  %-16s  %6.1f\n", all[r].rank, all[r].node, all[r].lsaRank, gpu,
              all[r].pid, all[r].host, all[r].barrierUs);
+    }
     const char* names[ccoNumTeams] = {"world", "lsa", "cross-node", "rail"};
     for (int k = 0; k < ccoNumTeams; k++)
       printf("  team %-10s {nRanks %d, rank %d, stride %d}\n", names[k], teams[k].nRanks,

@@ -97,7 +97,8 @@ ccoResult_t ccoUniqueIdFromString(const char* str, ccoUniqueId* id);
 
 /* Collective over nRanks ranks (processes or threads). perRankVmmSize is the
  * size of each rank's slot of the flat symmetric VA (0: library default).
- * Blocking steps are bounded by CCO_BOOTSTRAP_TIMEOUT. */
+ * Blocking steps are bounded by CCO_BOOTSTRAP_TIMEOUT. On a GPU the
+ * communicator belongs to the calling thread's device (ccoCommCudaDevice). */
 ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVmmSize,
                           ccoComm** comm);
 
@@ -166,6 +167,13 @@ typedef enum { ccoPlatformHost = 0, ccoPlatformCuda = 1 } ccoPlatform_t;
 
 /* Where this communicator's symmetric memory lives (CCO_PLATFORM). */
 ccoResult_t ccoCommPlatform(const ccoComm* comm, ccoPlatform_t* platform);
+
+/* The CUDA device ordinal (in this process) the communicator's memory and
+ * kernels belong to; -1 on the host platform. A communicator takes the
+ * creating thread's current CUDA context; a thread with none gets GPU
+ * CCO_LOCAL_RANK modulo the visible GPUs (GPU 0 without CCO_LOCAL_RANK),
+ * whose primary context is then made current on that thread. */
+ccoResult_t ccoCommCudaDevice(const ccoComm* comm, int* device);
 
 /* The flat virtual-address space: LSA rank p's slot starts at
  * base + p * slotSize. slotSize is perRankVmmSize rounded up to 4 GiB. */

@@ -88,6 +88,7 @@ PROTOTYPES = {
     "ccoBarrierAll": (_res, [_p]),
     "ccoBootstrapAllGather": (_res, [_p, _p, _p, _size]),
     "ccoCommPlatform": (_res, [_p, _pint]),
+    "ccoCommCudaDevice": (_res, [_p, _pint]),
     "ccoCommFlatVa": (_res, [_p, _pp, _psize]),
     "ccoMemAlloc": (_res, [_p, _size, _pp]),
     "ccoMemFree": (_res, [_p, _p]),

@@ -185,6 +185,7 @@ class Communicator:
         self._node_index = self._query(lib.ccoCommNodeIndex)
         platform = self._query(lib.ccoCommPlatform)
         self._platform = PLATFORM_CUDA if platform == _lib.PLATFORM_CUDA else PLATFORM_HOST
+        self._cuda_device = self._query(lib.ccoCommCudaDevice)
         base, slot = ctypes.c_void_p(), ctypes.c_size_t()
         self._check(lib.ccoCommFlatVa(h, ctypes.byref(base), ctypes.byref(slot)))
         self._flat_va = (base.value or 0, slot.value)
@@ -330,6 +331,14 @@ class Communicator:
         """``"host"`` or ``"cuda"``: where symmetric memory lives."""
         self._check_alive()
         return self._platform
+
+    @property
+    def cuda_device(self) -> int:
+        """The CUDA device ordinal the communicator belongs to; -1 on the host
+        platform. A thread with no current device gets GPU
+        ``CCO_LOCAL_RANK % device count``."""
+        self._check_alive()
+        return self._cuda_device
 
     @property
     def flat_va(self) -> Tuple[int, int]:

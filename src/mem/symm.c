@@ -201,6 +201,13 @@ ccoResult_t ccoCommPlatform(const ccoComm* comm, ccoPlatform_t* platform) {
   return ccoSuccess;
 }
 
+ccoResult_t ccoCommCudaDevice(const ccoComm* comm, int* device) {
+  CCO_VALIDATE_COMM(comm);
+  if (!device) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_MEM, "device is NULL");
+  *device = comm->mem.platform.kind == CCO_PLATFORM_CUDA ? comm->mem.platform.identity.device : -1;
+  return ccoSuccess;
+}
+
 ccoResult_t ccoCommFlatVa(const ccoComm* comm, void** base, size_t* slotSize) {
   CCO_VALIDATE_COMM(comm);
   if (!base || !slotSize)

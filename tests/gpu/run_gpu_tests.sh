@@ -17,8 +17,10 @@ run() { # name, command...
 }
 run "platform smoke (driver API through dlopen)" "$bin/gpu_platform_smoke"
 run "windows, 1 rank (memory back to baseline)" "$bin/ccorun" -t 120 -n 1 "$bin/gpu_windows"
+run "GPU choice: a communicator on a thread that chose no GPU, 1 rank" "$bin/ccorun" -t 120 -n 1 "$bin/gpu_device_choice"
 mps_start
 run "windows, 4 ranks under MPS" "$bin/ccorun" -t 300 -n 4 -p "$bin/gpu_windows"
+run "GPU choice, 4 ranks under MPS" "$bin/ccorun" -t 120 -n 4 -p "$bin/gpu_device_choice"
 for n in 2 4 8; do
   run "LSA device API (barriers, put, all-reduce, timeout, abort), $n ranks under MPS" \
     "$bin/ccorun" -t 300 -n "$n" "$bin/gpu_lsa"

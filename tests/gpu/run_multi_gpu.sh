@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU tests and benchmarks with one process per GPU (no MPS), for machines
-# with several GPUs: the 2..N-rank variants of the suite, then the LSA,
-# all-reduce, SDMA, GDA, NCCL and NVSHMEM benchmarks. Logs and JSON lines go
+# with several GPUs: the suite of run_gpu_tests.sh with 2, 4 and 8 ranks
+# (as many as there are GPUs), then the LSA, all-reduce, SDMA, GDA, NCCL and
+# NVSHMEM benchmarks. Logs and JSON lines go
 # under OUT_DIR.
 # Usage: run_multi_gpu.sh BIN_DIR OUT_DIR
 set -u
@@ -27,6 +28,27 @@ for n in "${sizes[@]}"; do
   run "SDMA device API, $n GPUs" "gpu_sdma_$n.txt" "$bin/ccorun" -t 300 -n "$n" -p "$bin/gpu_sdma"
   run "GDA device API, $n GPUs on two virtual hosts" "gpu_gda_$n.txt" \
     "$bin/ccorun" -t 300 -n "$n" --virtual-hosts 2 -p "$bin/gpu_gda"
+  # From here on the programs choose no GPU themselves: each rank's
+  # communicator takes GPU CCO_LOCAL_RANK, which the first test checks.
+  run "GPU choice (CCO_LOCAL_RANK), $n GPUs" "gpu_device_choice_$n.txt" \
+    "$bin/ccorun" -t 120 -n "$n" -p "$bin/gpu_device_choice"
+  run "example 02: LSA put kernel, $n GPUs" "example_02_$n.txt" "$bin/ccorun" -t 120 -n "$n" "$bin/cco-example-02-lsa-put"
+  run "example 03: one-shot LSA all-reduce, $n GPUs" "example_03_$n.txt" \
+    "$bin/ccorun" -t 120 -n "$n" "$bin/cco-example-03-lsa-allreduce"
+  run "example 04: SDMA all-gather, $n GPUs" "example_04_$n.txt" \
+    "$bin/ccorun" -t 120 -n "$n" "$bin/cco-example-04-sdma-allgather"
+  run "example 06: GDA put + signal, $n GPUs on two virtual hosts" "example_06_$n.txt" \
+    "$bin/ccorun" -t 120 -n "$n" --virtual-hosts 2 -p "$bin/cco-example-06-gda-put"
+  run "demo, $n GPUs on two virtual hosts" "demo_$n.txt" \
+    "$bin/ccorun" -t 120 -n "$n" --virtual-hosts 2 "$bin/cco-demo"
+  store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
+  run "torch symmetric-memory tensor as an external window, $n GPUs" "torch_import_$n.txt" \
+    "$bin/ccorun" -t 300 -n "$n" -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x CCO_TORCH_STORE="$store" \
+    python3 "$here/torch_import.py"
+  rm -f "$store"
+  run "python package on the GPU (torch, cupy, allocator pool, examples), $n GPUs" "python_gpu_$n.txt" \
+    "$bin/ccorun" -t 300 -n "$n" -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x PYTHONPATH="$here/../../python" \
+    python3 "$here/test_python_gpu.py"
 done
 for n in "${sizes[@]}"; do
   run "bench LSA, $n GPUs" "bench_lsa_$n.jsonl" "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-lsa"

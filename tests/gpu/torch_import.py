@@ -31,7 +31,8 @@ def ok(result, what, comm=None):
 
 def main():
     rank, nranks = int(os.environ["CCO_RANK"]), int(os.environ["CCO_NRANKS"])
-    torch.cuda.set_device(0)
+    # One GPU per rank where there are several (several ranks share one under MPS).
+    torch.cuda.set_device(int(os.environ.get("CCO_LOCAL_RANK", "0")) % torch.cuda.device_count())
     store = os.environ.get("CCO_TORCH_STORE", "/tmp/cco-torch-store")
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=nranks)
     block = 1 << 20  # int32 elements per rank

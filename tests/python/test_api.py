@@ -28,6 +28,7 @@ def test_quick_reference():
 def test_properties(comm):
     assert (comm.rank, comm.size, comm.lsa_rank, comm.lsa_size) == (0, 1, 0, 1)
     assert comm.node_count == 1 and comm.node_index == 0 and comm.platform == "host"
+    assert comm.cuda_device == -1
     base, slot = comm.flat_va
     assert base and slot == 4 << 30  # rounded up to 4 GiB
     assert comm.team(TEAM_LSA) == (1, 0, 1)
@@ -289,7 +290,7 @@ def test_destroyed_communicator_refuses_everything_without_calling_c():
         lambda: comm.team(0), lambda: comm.team_rank_to_world(0, 0),
         lambda: comm.team_rank_from_world(0, 0), lambda: comm.async_error, lambda: comm.rank,
         lambda: comm.size, lambda: comm.lsa_rank, lambda: comm.lsa_size, lambda: comm.node_count,
-        lambda: comm.platform, lambda: comm.flat_va, lambda: comm.handle,
+        lambda: comm.platform, lambda: comm.cuda_device, lambda: comm.flat_va, lambda: comm.handle,
         lambda: comm.window_info(win), lambda: mem.free(), lambda: win.deregister(),
         lambda: win.peer(0), lambda: win.info(), lambda: dc.destroy(), lambda: dc.ptr,
         lambda: mem.numpy(), lambda: comm.__enter__(),

@@ -107,6 +107,11 @@ TEST(fields_and_several_devcomms) {
   void* base;
   size_t slot;
   CHECK_EQ(ccoCommFlatVa(comm, &base, &slot), ccoSuccess);
+  int device = 7;
+  CHECK_EQ(ccoCommCudaDevice(comm, &device), ccoSuccess);
+  CHECK_EQ(device, -1); /* host platform: no CUDA device */
+  CHECK_EQ(ccoCommCudaDevice(comm, NULL), ccoInvalidArgument);
+  CHECK_EQ(ccoCommCudaDevice(NULL, &device), ccoInvalidArgument);
   CHECK_EQ(a.flatBase, (uint64_t)(uintptr_t)base);
   CHECK_EQ(a.slotSize, slot);
   CHECK_EQ(ccoDevTeam(&a, ccoTeamWorld).nRanks, 1);

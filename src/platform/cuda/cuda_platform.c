@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "platform/cuda/cuda_driver.h"
 #include "platform/platform.h"
@@ -669,8 +670,24 @@ static void hold_primary_for_process(const cco_cu_api* cu, cco_cu_device dev) {
   pthread_mutex_unlock(&lock);
 }
 
-/* Binds s to the calling thread's current context, or to device 0's primary
- * context (made current on this thread) when there is none. */
+/* The GPU for a thread that has not chosen one: CCO_LOCAL_RANK modulo the
+ * visible GPUs, so ranks that ccorun starts on a host with several GPUs get
+ * one each (one process per GPU, no MPS) without code of their own; GPU 0
+ * without CCO_LOCAL_RANK, as the CUDA runtime would pick. */
+static ccoResult_t default_device(const cco_cu_api* cu, cco_cu_device* dev, int* ordinal) {
+  int n = 0;
+  cco_cu_result r = cu->deviceGetCount(&n);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuDeviceGetCount");
+  int64_t local = cco_env_int(CCO_ENV_ID_CCO_LOCAL_RANK);
+  *ordinal = (local > 0 && n > 0) ? (int)(local % n) : 0;
+  r = cu->deviceGet(dev, *ordinal);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuDeviceGet(%d)", *ordinal);
+  return ccoSuccess;
+}
+
+/* Binds s to the calling thread's current context, or, when there is none,
+ * to the primary context of default_device's GPU, made current on this
+ * thread so the application's runtime calls that follow use the same GPU. */
 static ccoResult_t bind_context(cuda_state* s) {
   const cco_cu_api* cu = s->cu;
   cco_cu_context ctx = NULL;
@@ -682,12 +699,11 @@ static ccoResult_t bind_context(cuda_state* s) {
     s->ctx = ctx;
     return ccoSuccess;
   }
-  /* What the CUDA runtime would pick for a thread that never chose a
-   * device, so cco and the application's runtime calls share a context. */
-  r = cu->deviceGet(&s->dev, 0);
-  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuDeviceGet(0)");
+  int ordinal = 0;
+  CCO_CHECK(default_device(cu, &s->dev, &ordinal));
   r = cu->devicePrimaryCtxRetain(&ctx, s->dev);
-  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuDevicePrimaryCtxRetain(device 0)");
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
   s->ctx = ctx;
   s->retainedPrimary = true;
   hold_primary_for_process(cu, s->dev);
