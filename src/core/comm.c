@@ -77,20 +77,19 @@ ccoResult_t ccoGetVersion(int* version) {
 
 /* Binds the calling thread near its GPU before any thread is created, so
  * the bootstrap and later worker threads inherit it. No GPU: nothing to do. */
-static void bind_near_gpu(int rank) {
+/* Binds the creating thread near the communicator's GPU, once the platform
+ * has chosen it (the thread's device, or CCO_LOCAL_RANK's). */
+static void bind_near_gpu(const cco_platform* platform, int rank) {
   if (cco_env_bool(CCO_ENV_ID_CCO_IGNORE_CPU_AFFINITY)) {
     CCO_INFO(AFFINITY, "rank %d: CCO_IGNORE_CPU_AFFINITY set; placement left as it is", rank);
     return;
   }
-  if (cco_env_enum(CCO_ENV_ID_CCO_PLATFORM) == 2 /* host */) return;
-  cco_cuda_probe_result probe;
-  cco_cuda_probe(&probe);
-  if (!probe.available) return;
-  char current[CCO_BUS_ID_BYTES];
+  if (platform->kind != CCO_PLATFORM_CUDA) return;
+  const char* current = platform->identity.busId;
   char visible[CCO_MAX_GPUS][CCO_BUS_ID_BYTES];
   const char* visiblePtrs[CCO_MAX_GPUS];
   int n = 0;
-  if (cco_cuda_bus_ids(current, visible, CCO_MAX_GPUS, &n) != ccoSuccess) return;
+  if (cco_cuda_visible_bus_ids(visible, CCO_MAX_GPUS, &n) != ccoSuccess) return;
   for (int i = 0; i < n; i++) visiblePtrs[i] = visible[i];
   cco_affinity_query q = {"", current, visiblePtrs, n,
                           cco_env_bool(CCO_ENV_ID_CCO_CPU_AFFINITY_NO_SPLIT)};
@@ -192,8 +191,6 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
   size_t slot = 0;
   CCO_CHECK(round_vmm_size(perRankVmmSize, &slot));
 
-  bind_near_gpu(rank);
-
   ccoResult_t res = ccoSuccess;
   ccoComm* comm = calloc(1, sizeof(*comm));
   if (!comm) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for comm");
@@ -213,6 +210,7 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
   }
   CCO_CHECK_GOTO(cco_platform_open(&comm->mem.platform), res, err_wake);
   comm->mem.platformOpen = true;
+  bind_near_gpu(&comm->mem.platform, rank);
   double timeout = cco_env_double(CCO_ENV_ID_CCO_BOOTSTRAP_TIMEOUT);
   CCO_CHECK_GOTO(cco_bootstrap_init(&comm->boot, comm, &info, nRanks, rank, timeout, comm->wakeFd),
                  res, err_mem);

@@ -49,7 +49,8 @@
   X(CCO_RANK, NULL, INT, "-1", INIT, NULL,                                                  \
     "rank of this process, set by ccorun; read by ccoCommCreateFromEnv")                    \
   X(CCO_LOCAL_RANK, NULL, INT, "-1", INIT, NULL,                                            \
-    "rank among the ranks ccorun started on this host, set by ccorun")                      \
+    "rank among the ranks ccorun started on this host, set by ccorun; a thread that chose " \
+    "no GPU gets GPU CCO_LOCAL_RANK modulo the visible GPUs")                               \
   X(CCO_NET_PROVIDER, NULL, STR, "tcp;ofi_rxm", NET, NULL,                                  \
     "libfabric provider of the network engine (FI_EP_RDM): tcp;ofi_rxm, verbs;ofi_rxm, "   \
     "efa, ...")                                                                             \

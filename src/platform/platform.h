@@ -134,9 +134,8 @@ typedef struct {
 /* Loads libcuda.so.1 once per process and reports what it found. */
 void cco_cuda_probe(cco_cuda_probe_result* out);
 
-/* PCI bus ids ("0000:3b:00.0") of the calling thread's current device
- * (device 0 when no context is current) and of every visible device. */
-ccoResult_t cco_cuda_bus_ids(char current[CCO_BUS_ID_BYTES],
-                             char visible[][CCO_BUS_ID_BYTES], int maxVisible, int* nVisible);
+/* PCI bus ids ("0000:3b:00.0", lowercase) of every visible device, in
+ * ordinal order. */
+ccoResult_t cco_cuda_visible_bus_ids(char visible[][CCO_BUS_ID_BYTES], int maxVisible, int* nVisible);
 
 #endif /* CCO_PLATFORM_PLATFORM_H_ */

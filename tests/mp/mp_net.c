@@ -183,6 +183,10 @@ static int setup(rank_ctx* x) {
   MP_CHECK(ok, "registration: %s", ccoGetLastError(NULL));
   MP_CHECK(cco_net_mr_reg(x->t.net, x->src, 0, CCO_NET_ACCESS_LOCAL, &x->srcMr, &unused) == ccoInvalidArgument,
            "zero-size registration accepted");
+  cco_net_mr* cudaMr = NULL;
+  MP_CHECK(cco_net_mr_reg(x->t.net, x->src, AREA_BYTES, CCO_NET_ACCESS_LOCAL | CCO_NET_MEMORY_CUDA, &cudaMr,
+                          &unused) == ccoUnsupported && cudaMr == NULL,
+           "GPU memory registered on an engine opened without FI_HMEM");
   MP_CHECK(MP_OK(ccoBootstrapAllGather(x->comm, &rk, x->rkeys, sizeof(rk))), "rkey allgather");
   pthread_create(&x->t.thread, NULL, progress_main, &x->t);
   return ok ? 0 : -1;

@@ -207,19 +207,11 @@ static void lower(char* s) {
     if (*s >= 'A' && *s <= 'Z') *s = (char)(*s - 'A' + 'a');
 }
 
-ccoResult_t cco_cuda_bus_ids(char current[CCO_BUS_ID_BYTES], char visible[][CCO_BUS_ID_BYTES],
-                             int maxVisible, int* nVisible) {
+ccoResult_t cco_cuda_visible_bus_ids(char visible[][CCO_BUS_ID_BYTES], int maxVisible, int* nVisible) {
   cco_cuda_probe_result p;
   cco_cuda_probe(&p);
   if (!p.available) return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_INIT, "cuda: %s", p.detail);
   const cco_cu_api* cu = &g_cuda.api;
-  cco_cu_context ctx = NULL;
-  cco_cu_device dev = 0;
-  if (cu->ctxGetCurrent(&ctx) != CCO_CU_SUCCESS || !ctx || cu->ctxGetDevice(&dev) != CCO_CU_SUCCESS)
-    dev = 0; /* no current context: the runtime's default device */
-  if (cu->deviceGetPCIBusId(current, CCO_BUS_ID_BYTES, dev) != CCO_CU_SUCCESS)
-    return cco_error(NULL, ccoCudaError, CCO_SUBSYS_INIT, "cuDeviceGetPCIBusId(%d) failed", dev);
-  lower(current);
   int n = 0;
   for (int i = 0; i < p.deviceCount && n < maxVisible; i++) {
     cco_cu_device d;

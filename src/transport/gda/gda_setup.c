@@ -79,7 +79,9 @@ static ccoResult_t win_new(cco_gda_proxy* px, uint64_t offset, uint64_t size, vo
   w->offset = offset, w->size = size, w->local = local;
   if (px->path == GDA_PATH_DIRECT) {
     cco_net_rkey rk;
-    ccoResult_t res = cco_net_mr_reg(px->net, local, size, CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE, &w->mr, &rk);
+    int access = CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE;
+    if (px->comm->mem.platform.kind == CCO_PLATFORM_CUDA) access |= CCO_NET_MEMORY_CUDA; /* windows live on the GPU */
+    ccoResult_t res = cco_net_mr_reg(px->net, local, size, access, &w->mr, &rk);
     if (res != ccoSuccess) {
       win_free(px, w);
       return res;
@@ -198,6 +200,7 @@ static ccoResult_t proxy_open(cco_gda_proxy* px, gda_hello* hello) {
   cco_net_config cfg;
   cco_net_config_from_env(&cfg);
   cfg.needHmem = px->path == GDA_PATH_DIRECT && gpu;
+  cfg.hmemDevice = gpu ? comm->mem.platform.identity.device : 0;
   CCO_CHECK(cco_net_open(&cfg, &px->net));
   px->maxMsg = cco_net_max_msg(px->net);
   CCO_CHECK(cco_net_local_addr(px->net, hello->addr));

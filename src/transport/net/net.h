@@ -36,6 +36,7 @@ typedef struct {
   int trafficClass;      /* -1: provider default; else a DSCP/traffic class value */
   int serviceLevel;      /* -1: provider default (IB service level, mapped where possible) */
   int needHmem;          /* 1: the memory to register is GPU memory (FI_HMEM required) */
+  int hmemDevice;        /* with needHmem: the CUDA device ordinal that memory lives on */
 } cco_net_config;
 
 /* What a peer needs to address a registration: remote address of byte
@@ -52,10 +53,16 @@ typedef struct {
   int peer;           /* the peer of the operation */
 } cco_net_completion;
 
-typedef enum { CCO_NET_ACCESS_LOCAL = 1, CCO_NET_ACCESS_REMOTE = 2 } cco_net_access;
+typedef enum {
+  CCO_NET_ACCESS_LOCAL = 1,
+  CCO_NET_ACCESS_REMOTE = 2,
+  /* Not an access right: the range is GPU memory of config.hmemDevice, which
+   * only an engine opened with needHmem can register (FI_HMEM_CUDA). */
+  CCO_NET_MEMORY_CUDA = 4,
+} cco_net_access;
 
 /* Fills config from the environment (CCO_NET_PROVIDER, CCO_NET_DEVICES,
- * CCO_NET_TC, CCO_NET_SL; needHmem = 0). The strings belong to the env
+ * CCO_NET_TC, CCO_NET_SL; needHmem = 0, hmemDevice = 0). The strings belong to the env
  * table and live as long as the process. */
 void cco_net_config_from_env(cco_net_config* config);
 
@@ -76,7 +83,8 @@ ccoResult_t cco_net_local_addr(cco_net* net, uint8_t addr[CCO_NET_ADDR_MAX]);
  * without an endpoint: operations to it fail with ccoInvalidArgument. */
 ccoResult_t cco_net_connect(cco_net* net, int nPeers, const uint8_t* addrs);
 
-/* Registers [ptr, ptr+size) for `access` (a mask of cco_net_access);
+/* Registers [ptr, ptr+size) for `access` (a mask of cco_net_access, with
+ * CCO_NET_MEMORY_CUDA for GPU memory; host memory otherwise);
  * fills rkey for peers when CCO_NET_ACCESS_REMOTE is set. Handles every
  * mr_mode: local registration, provider keys, virtual addresses or offsets,
  * endpoint binding. */

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ void cco_net_config_from_env(cco_net_config* config) {
   config->trafficClass = (int)cco_env_int(CCO_ENV_ID_CCO_NET_TC);
   config->serviceLevel = (int)cco_env_int(CCO_ENV_ID_CCO_NET_SL);
   config->needHmem = 0;
+  config->hmemDevice = 0;
 }
 
 #ifndef CCO_HAVE_LIBFABRIC_HEADERS
@@ -117,6 +119,7 @@ struct cco_net {
    * see pick_info. */
   uint64_t postFlags;
   uint64_t nextKey;   /* requested keys when the provider does not pick them */
+  int hmemDevice;     /* CUDA device of FI_HMEM registrations */
   size_t maxMsg;
   cco_net_op* ops; /* the pool */
   cco_net_op* freeOps;
@@ -294,6 +297,7 @@ ccoResult_t cco_net_open(const cco_net_config* config, cco_net** out) {
 
   struct fi_info* info = net->info;
   net->mrMode = info->domain_attr->mr_mode;
+  net->hmemDevice = config->hmemDevice;
   OFI_TRY(api->fabric(info->fabric_attr, &net->fabric, NULL), "fi_fabric");
   OFI_TRY(fi_domain(net->fabric, info, &net->domain, NULL), "fi_domain");
   /* One CQ for everything: fi_cq_read on it is also what drives manual
@@ -434,6 +438,10 @@ ccoResult_t cco_net_mr_reg(cco_net* net, void* ptr, size_t size, int access, cco
                            cco_net_rkey* rkey) {
   if (!net || !ptr || !size || !out || !rkey || !(access & (CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE)))
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_NET, "cco_net_mr_reg: bad arguments");
+  bool cuda = (access & CCO_NET_MEMORY_CUDA) != 0;
+  if (cuda && !(net->info->caps & FI_HMEM))
+    return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_NET,
+                     "cco_net_mr_reg: GPU memory at %p needs an engine opened for it (FI_HMEM)", ptr);
   cco_net_mr* m = calloc(1, sizeof(*m));
   if (!m) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_NET, "no memory for a registration");
   uint64_t acc = 0;
@@ -447,8 +455,11 @@ ccoResult_t cco_net_mr_reg(cco_net* net, void* ptr, size_t size, int access, cco
       /* FI_MR_PROV_KEY: the provider picks and we read it back; otherwise the
        * key is ours to choose and must be unique in the domain. */
       .requested_key = (net->mrMode & FI_MR_PROV_KEY) ? 0 : net->nextKey++,
-      .iface = (net->info->caps & FI_HMEM) ? FI_HMEM_CUDA : FI_HMEM_SYSTEM,
+      /* An FI_HMEM engine still registers host memory (its op pool, the
+       * signal and value words) as system memory. */
+      .iface = cuda ? FI_HMEM_CUDA : FI_HMEM_SYSTEM,
   };
+  if (cuda) attr.device.cuda = net->hmemDevice;
   ccoResult_t res = ccoSuccess;
   int rc = fi_mr_regattr(net->domain, &attr, 0, &m->mr);
   if (rc) {
