@@ -53,6 +53,23 @@ int main(void) {
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   float* host = (float*)malloc(maxBytes);
+  // Each block waits in an LSA barrier for the same block of every peer, so
+  // the grids of all ranks on this GPU must be resident at once
+  // (docs/device_api.md): with ranks sharing a GPU (MPS), fewer blocks each.
+  int maxParts = MAX_PARTS;
+  {
+    int device = 0, sms = 0, perSm = 0, gpus = 1;
+    CUDA_OK(cudaGetDevice(&device));
+    CUDA_OK(cudaGetDeviceCount(&gpus));
+    CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, allreduce_kernel, THREADS, 0));
+    int sharing = (lsaSize + gpus - 1) / gpus;  // ranks on this GPU (pick_rank_device's mapping)
+    int fit = sms * perSm / (sharing > 0 ? sharing : 1);
+    if (fit < maxParts) maxParts = fit < 1 ? 1 : fit;
+    if (rank == 0 && maxParts < MAX_PARTS)
+      fprintf(stderr, "bench_allreduce: %d ranks share each GPU: at most %d blocks per rank (%d SMs x %d)\n",
+              sharing, maxParts, sms, perSm);
+  }
   const char* bb = getenv("CCO_BENCH_AR_BLOCK_BYTES");
   size_t blockBytes = bb && atol(bb) > 0 ? (size_t)atol(bb) : 2048;
   for (size_t bytes = 1024; bytes <= maxBytes; bytes *= 4) {
@@ -62,7 +79,7 @@ int main(void) {
     // wants many loads in flight, so many blocks (on 2 H200s, 32 KiB per
     // block took 22 us at 64 KiB, 2 KiB per block 7 us).
     int parts = (int)(bytes / blockBytes);
-    parts = parts < 1 ? 1 : parts > MAX_PARTS ? MAX_PARTS : parts;
+    parts = parts < 1 ? 1 : parts > maxParts ? maxParts : parts;
     fill_input<<<64, 256, 0, stream>>>((float*)local, count, rank);
     CUDA_OK(cudaStreamSynchronize(stream));
     CCO_OK(ccoBarrierAll(comm));
