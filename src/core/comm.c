@@ -75,10 +75,10 @@ ccoResult_t ccoGetVersion(int* version) {
   return ccoSuccess;
 }
 
-/* Binds the calling thread near its GPU before any thread is created, so
- * the bootstrap and later worker threads inherit it. No GPU: nothing to do. */
-/* Binds the creating thread near the communicator's GPU, once the platform
- * has chosen it (the thread's device, or CCO_LOCAL_RANK's). */
+/* Binds the creating thread near the communicator's GPU once the platform
+ * has chosen it (the thread's device, or CCO_LOCAL_RANK's), and before the
+ * bootstrap and worker threads start, so they inherit it. No GPU: nothing
+ * to do. */
 static void bind_near_gpu(const cco_platform* platform, int rank) {
   if (cco_env_bool(CCO_ENV_ID_CCO_IGNORE_CPU_AFFINITY)) {
     CCO_INFO(AFFINITY, "rank %d: CCO_IGNORE_CPU_AFFINITY set; placement left as it is", rank);
