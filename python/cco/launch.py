@@ -20,6 +20,10 @@ from typing import Optional, Tuple
 from .communicator import Communicator, UniqueId
 
 _MPI_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE")
+# Where launchers other than ccorun put a rank's index among the ranks of its
+# host: torchrun, Open MPI, MVAPICH, Intel MPI / MPICH (Hydra), Slurm.
+_LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+                    "MPI_LOCALRANKID", "SLURM_LOCALID")
 _created_torch_group = False
 
 
@@ -75,9 +79,29 @@ def broadcast_unique_id(launcher: Optional[str] = None) -> UniqueId:
     return uid
 
 
+def export_local_rank(launcher: Optional[str] = None) -> Optional[int]:
+    """Sets ``CCO_LOCAL_RANK`` from the launcher's own local-rank variable when
+    it is unset (ccorun sets it itself), so that a rank that picked no GPU
+    gets GPU ``local rank % GPU count``, as under ccorun. cco reads its
+    environment once per process: call this before any other cco call.
+    Returns the local rank now in the environment, or None."""
+    env = os.environ
+    if "CCO_LOCAL_RANK" not in env and (launcher or detect()) in ("mpi", "torchrun"):
+        for name in _LOCAL_RANK_VARS:
+            value = env.get(name, "")
+            if value.isdigit():
+                env["CCO_LOCAL_RANK"] = value
+                break
+    value = env.get("CCO_LOCAL_RANK", "")
+    return int(value) if value.isdigit() else None
+
+
 def init_communicator(per_rank_vmm: int = 0, launcher: Optional[str] = None) -> Communicator:
-    """A communicator over every rank the launcher started."""
+    """A communicator over every rank the launcher started. Under mpirun,
+    srun or torchrun, each rank that picked no GPU gets its own
+    (:func:`export_local_rank`)."""
     launcher = launcher or detect()
+    export_local_rank(launcher)
     if launcher == "ccorun":
         return Communicator.from_env(per_rank_vmm)
     rank, nranks = rank_and_size(launcher)
