@@ -262,6 +262,8 @@ def main() -> int:
             print(f"rank {comm.rank}: platform {comm.platform}, not cuda; 0 passed, 1 failed")
             return 1
         r = Runner(comm)
+        r.check("the communicator's GPU is the one torch set (cuda_device)",
+                lambda: comm.cuda_device == torch.cuda.current_device())
         r.check("torch tensors on a window and on peers' copies", lambda: check_torch_on_windows(comm))
         r.check("cupy arrays on a window and on peers' copies", lambda: check_cupy_on_windows(comm))
         r.check("device communicator copy (dc.ptr) equals the struct", lambda: check_dev_comm_copy(comm))
