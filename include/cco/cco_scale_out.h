@@ -440,8 +440,9 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaWaitCounter(const ccoGda* g, uint32_t ind
  * it posted before on the context; to wait, it waits for every slot of its
  * inbox to reach the session's epoch. Like the LSA barrier, epochs only
  * grow, so sessions follow each other without a reset. Warp or block
- * scope; the handle must be Immediate. Barriers 0..railGdaBarrierCount-1
- * are free for users; the rest (barrierCount) belong to world barriers.
+ * scope; the handle must be Immediate. Indexes are 0..railGdaBarrierCount-1;
+ * the GDA barriers of the world barriers (barrierCount) are not reachable
+ * from here.
  */
 typedef struct {
   ccoGda gda;
@@ -455,8 +456,10 @@ typedef struct {
   ccoCoop_t coop;
 } ccoGdaBarrierSession;
 
-CCO_DEVICE_INLINE ccoGdaBarrierSession ccoGdaBarrierSessionInit(const ccoDevComm* dc, const ccoGda* gda,
-                                                                uint32_t index, ccoCoop_t coop) {
+/* Session on GDA barrier `slot` of all the device communicator holds (the
+ * users' ones, then the world barriers' ones); out of range: no inbox. */
+CCO_DEVICE_INLINE ccoGdaBarrierSession cco_gda_barrier_init(const ccoDevComm* dc, const ccoGda* gda, uint32_t slot,
+                                                            ccoCoop_t coop) {
   ccoGdaBarrierSession s;
   ccoTeam_t rail = dc->teams[ccoTeamRail];
   s.gda = *gda;
@@ -468,13 +471,21 @@ CCO_DEVICE_INLINE ccoGdaBarrierSession ccoGdaBarrierSessionInit(const ccoDevComm
   s.epochHome = (uint64_t*)0;
   s.epoch = 0;
   s.slotBase = 0;
-  if (gda->dev && index < gda->dev->barrierCount) {
-    s.slotBase = gda->dev->signalCount + index * (uint32_t)rail.nRanks;
+  if (gda->dev && slot < gda->dev->barrierCount) {
+    s.slotBase = gda->dev->signalCount + slot * (uint32_t)rail.nRanks;
     s.inbox = (uint64_t*)(uintptr_t)gda->dev->signals + s.slotBase;
-    s.epochHome = (uint64_t*)(uintptr_t)gda->dev->barrierEpochs + index;
+    s.epochHome = (uint64_t*)(uintptr_t)gda->dev->barrierEpochs + slot;
     s.epoch = cco_ld_acquire_u64(s.epochHome);
   }
   return s;
+}
+
+/* Barrier `index` of the railGdaBarrierCount users' ones. */
+CCO_DEVICE_INLINE ccoGdaBarrierSession ccoGdaBarrierSessionInit(const ccoDevComm* dc, const ccoGda* gda,
+                                                                uint32_t index, ccoCoop_t coop) {
+  uint32_t users = gda->dev && gda->dev->barrierCount > dc->barrierCount ? gda->dev->barrierCount - dc->barrierCount
+                                                                         : 0;
+  return cco_gda_barrier_init(dc, gda, index < users ? index : 0xffffffffu, coop);
 }
 
 /* Arrive and wait. Every thread of the scope returns the same status. */
@@ -509,5 +520,75 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaBarrierSyncTimeout(ccoGdaBarrierSession* 
 CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaBarrierSync(ccoGdaBarrierSession* s) {
   return ccoGdaBarrierSyncTimeout(s, 0);
 }
+
+/* ---------------------------------------------------------- world barrier */
+
+/*
+ * World barrier w (0..barrierCount-1 of the requirements) over every rank
+ * of the communicator, built from the two barriers it reserves:
+ *
+ *   1. its LSA barrier: every rank of this host has arrived;
+ *   2. its GDA barrier over the rail team: the rail peers on the other
+ *      hosts have passed step 1 there;
+ *   3. its LSA barrier again: what the LSA peers learned in step 2 reaches
+ *      this rank.
+ *
+ * Step 3 is what makes it whole when hosts have different numbers of ranks
+ * (a rank whose rail has no peer on some host learns about that host from
+ * LSA rank 0, whose rail spans every host). On one host it is step 1 alone.
+ *
+ * Everything the scope stored into LSA peers' windows, and everything it
+ * posted on the handle's context (to any peer), before the barrier is
+ * visible to every rank once that rank's sync returns: the rail signals are
+ * ordered after the context's earlier operations. Warp or block scope; on
+ * several hosts the handle must be Immediate (the GDA barrier's rules), on
+ * one host `gda` may be NULL.
+ */
+typedef struct {
+  ccoLsaBarrierSession lsa;
+  ccoGdaBarrierSession rail;
+  int32_t nNodes;
+  int32_t valid; /* index in range */
+} ccoBarrierSession;
+
+CCO_DEVICE_INLINE ccoBarrierSession ccoBarrierSessionInit(const ccoDevComm* dc, const ccoGda* gda, uint32_t index,
+                                                          ccoCoop_t coop) {
+  ccoBarrierSession s;
+  s.valid = index < dc->barrierCount;
+  s.nNodes = dc->nNodes;
+  /* The world barriers are the last barrierCount of each kind. */
+  uint32_t lsaIndex = s.valid ? dc->lsaBarrierCount - dc->barrierCount + index : 0;
+  s.lsa = ccoLsaBarrierSessionInit(dc, lsaIndex, coop);
+  ccoGda none; /* no GDA: the rail part then reports ccoDevUnsupported */
+  none.dev = (const ccoGdaDev*)0;
+  none.ctx = (const ccoGdaContextDev*)0;
+  none.abortFlag = (const uint32_t*)0;
+  none.mode = ccoGdaDoorbellImmediate;
+  none.context = 0;
+  none.rank = dc->rank;
+  none.pad = 0;
+  const ccoGda* g = gda ? gda : &none;
+  uint32_t railSlot = s.valid && g->dev ? g->dev->barrierCount - dc->barrierCount + index : 0xffffffffu;
+  s.rail = cco_gda_barrier_init(dc, g, railSlot, coop);
+  return s;
+}
+
+/* Every thread of the scope returns the same status; on a failure the
+ * session is spent (open a new one after ccoBarrierSessionEnd). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoBarrierSyncTimeout(ccoBarrierSession* s, uint64_t timeoutNs) {
+  if (!s->valid) return ccoDevInvalid;
+  ccoDevStatus_t st = ccoLsaBarrierSyncTimeout(&s->lsa, timeoutNs);
+  if (st != ccoDevSuccess || s->nNodes <= 1) return st;
+  if (s->rail.railSize > 1) {
+    st = ccoGdaBarrierSyncTimeout(&s->rail, timeoutNs);
+    if (st != ccoDevSuccess) return st;
+  }
+  return ccoLsaBarrierSyncTimeout(&s->lsa, timeoutNs);
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t ccoBarrierSync(ccoBarrierSession* s) { return ccoBarrierSyncTimeout(s, 0); }
+
+/* Stores the LSA epoch back (the GDA part stores its own at each sync). */
+CCO_DEVICE_INLINE void ccoBarrierSessionEnd(ccoBarrierSession* s) { ccoLsaBarrierSessionEnd(&s->lsa); }
 
 #endif /* CCO_CCO_SCALE_OUT_H_ */

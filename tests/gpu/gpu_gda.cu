@@ -19,6 +19,9 @@
 //  (g) ops to a same-host rank under CROSSNODE give ccoDevNoPeer, a bad
 //      signal index ccoDevInvalid, at once;
 //  (h) a 64 MiB put with signal (many chunks through the bounce buffers);
+//  (i) the world barrier (LSA, rail GDA, LSA) orders LSA stores to this
+//      host's ranks and put-values to the other host's ranks issued before
+//      it, for every rank;
 //  and the communicator's async error is still ccoSuccess at the end.
 #define GPU_TEST_NAME "gpu_gda"
 #include <string.h>
@@ -30,6 +33,7 @@
 #define SRC_OFF 0ull
 #define DST_OFF (64ull * MiB)
 #define WIN_BYTES (128ull * MiB)
+#define WORLD_OFF (DST_OFF + 32ull * MiB) /* (i): one 8-byte slot per rank */
 #define WAIT_NS (60ull * 1000000000ull)
 #define THREADS 128
 
@@ -144,6 +148,45 @@ __global__ void barrier_rounds(ccoDevComm dc, ccoWindow_t win, int peer, int rou
   if (threadIdx.x == 0) report(out, st);
 }
 
+// (i) World barrier rounds: store the round number into slot [rank] of
+// every rank this one reaches (LSA peers by a store, the other host's ranks
+// by a put-value), pass world barrier 0, find the round number in every
+// slot written to this rank, and pass it again before the next round.
+__global__ void world_rounds(ccoDevComm dc, ccoWindow_t win, int rounds, ccoDevStatus_t* out) {
+  __shared__ int missing;
+  ccoGda g = ccoGdaHandle(&dc, 0, ccoGdaDoorbellImmediate);
+  const volatile uint64_t* mine = (const volatile uint64_t*)ccoGetLocalPtr(win, WORLD_OFF);
+  uint64_t slot = WORLD_OFF + 8ull * (uint64_t)dc.rank;
+  ccoBarrierSession b = ccoBarrierSessionInit(&dc, &g, 0, ccoCoopBlock);
+  ccoDevStatus_t st = ccoDevSuccess;
+  for (int r = 1; r <= rounds && st == ccoDevSuccess; r++) {
+    for (int q = 0; q < dc.worldSize && st == ccoDevSuccess; q++) {
+      int lsa = ccoDevTeamRankFromWorld(&dc, ccoTeamLsa, q);
+      if (q == dc.rank) continue;
+      if (lsa >= 0) {
+        if (threadIdx.x == 0) *(volatile uint64_t*)ccoGetLsaPeerPtr(win, lsa, slot) = (uint64_t)r;
+      } else if (ccoGdaHasPeer(&g, q)) {
+        st = ccoGdaPutValue(&g, q, win, slot, (uint64_t)r, 8, ccoGdaSigNone(), CCO_GDA_NO_COUNTER, ccoCoopBlock,
+                            ccoGdaThreadAggregate);
+      }
+    }
+    if (st == ccoDevSuccess) st = ccoBarrierSyncTimeout(&b, WAIT_NS);
+    if (threadIdx.x == 0) {
+      missing = 0;
+      for (int q = 0; q < dc.worldSize && st == ccoDevSuccess; q++)
+        if (q != dc.rank && (ccoDevTeamRankFromWorld(&dc, ccoTeamLsa, q) >= 0 || ccoGdaHasPeer(&g, q)) &&
+            mine[q] != (uint64_t)r)
+          missing = 1;
+    }
+    __syncthreads();
+    if (st == ccoDevSuccess && missing) st = ccoDevInvalid;
+    // Nobody writes round r + 1 before everyone has read round r.
+    if (st == ccoDevSuccess) st = ccoBarrierSyncTimeout(&b, WAIT_NS);
+  }
+  ccoBarrierSessionEnd(&b);
+  if (threadIdx.x == 0) report(out, st);
+}
+
 // (g) Statuses given at once.
 __global__ void bad_calls(ccoDevComm dc, ccoWindow_t win, int sameHostPeer, int peer, ccoDevStatus_t* results) {
   ccoGda g = ccoGdaHandle(&dc, 0, ccoGdaDoorbellImmediate);
@@ -215,6 +258,7 @@ int main(int argc, char** argv) {
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.gdaContextCount = 2;
   reqs.railGdaBarrierCount = 1;
+  reqs.barrierCount = 1;
   ccoDevComm dc;
   memset(&dc, 0, sizeof(dc));
   ccoResult_t r = ccoDevCommCreate(g_comm, &reqs, &dc);
@@ -298,6 +342,16 @@ int main(int argc, char** argv) {
         "the barrier: %s", ccoDevStatusName(st));
   OK(ccoBarrierAll(g_comm));
 
+  // (i) world barrier.
+  CUDA_OK(cudaMemset(local + WORLD_OFF, 0, 8 * (size_t)g_size));
+  CUDA_OK(cudaDeviceSynchronize());
+  OK(ccoBarrierAll(g_comm));
+  world_rounds<<<1, THREADS, 0, g_stream>>>(dc, win, 20, g_status);
+  st = run("world barrier");
+  CHECK(st == ccoDevSuccess, "(i) 20 rounds of LSA stores and put-values to every rank + world barrier (block "
+        "scope), every value there after it: %s", ccoDevStatusName(st));
+  OK(ccoBarrierAll(g_comm));
+
   // (g) statuses.
   int sameHost = -1;
   OK(ccoTeamRankToWorld(g_comm, ccoTeamLsa, 0, &sameHost));
@@ -328,7 +382,7 @@ int main(int argc, char** argv) {
   ccoResult_t asyncErr = ccoInternalError;
   OK(ccoCommGetAsyncError(g_comm, &asyncErr));
   CHECK(asyncErr == ccoSuccess, "async error at the end: %s", ccoGetErrorString(asyncErr));
-  printf("gpu_gda rank %d: (a)-(h) took %.1f s\n", g_rank, now_s() - t0);
+  printf("gpu_gda rank %d: (a)-(i) took %.1f s\n", g_rank, now_s() - t0);
   OK(ccoDevCommDestroy(g_comm, &dc));
   OK(ccoWindowDeregister(g_comm, win));
   OK(ccoCommDestroy(g_comm));

@@ -131,6 +131,7 @@
 #define CNT_BIG 5
 #define NCONTEXTS 4
 #define RAIL_BARRIERS 2
+#define WORLD_BARRIERS 2
 
 #define SRC_BYTES (8u << 20) /* window A: this rank's pattern, read-only */
 #define NCOMBOS 18           /* scope x thread mode x doorbell mode */
@@ -181,6 +182,7 @@ typedef struct {
   size_t big;       /* get destination with guard bytes */
   size_t bigPut;    /* [source] BIG_SLOT */
   size_t bar;       /* [parity][source] BAR_SLOT */
+  size_t world;     /* [parity][source] BAR_SLOT, for the world barrier */
   size_t flushRecv; /* [source][3] OPS_SLOT */
   size_t flood;     /* [source][FLOOD_T] 64 B */
   size_t floodVal;  /* [source][FLOOD_T] 8 B */
@@ -823,6 +825,85 @@ static void test_barrier(rank_ctx* c) {
   barrier(c);
 }
 
+/* --------------------------------------------------------- world barrier */
+
+/* Whether rank `from` writes to rank `to` in the world-barrier rounds: by
+ * LSA stores on one host, by GDA puts where it has an endpoint. */
+static int world_writes(const rank_ctx* c, int from, int to) {
+  if (from == to) return 0;
+  return c->nodeOf[from] == c->nodeOf[to] || (has_gda(c) && expect_peer(c, from, to));
+}
+
+/* Every round each rank writes a block into every rank it reaches (LSA
+ * stores to its host, GDA puts to the others), passes world barrier
+ * round % 2, and checks every block written to it that round: a barrier
+ * that let a rank through early shows up as last round's block. */
+static void test_world_barrier(rank_ctx* c) {
+  if (!step_begin(c, "world", 90)) return;
+  const ccoDevComm* dc = &c->dc;
+  ccoGda g = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
+  const ccoGda* gp = has_gda(c) ? &g : NULL;
+  ccoBarrierSession s = ccoBarrierSessionInit(dc, gp, WORLD_BARRIERS, ccoCoopWarp);
+  CHECK(ccoBarrierSyncTimeout(&s, WAIT_NS) == ccoDevInvalid, "rank %d: world barrier index out of range", c->rank);
+  if (c->nNodes > 1 && !has_gda(c)) {
+    /* Several hosts without GDA: step 1 passes on every rank, then the
+     * rail step says why it cannot run, on every rank alike. */
+    s = ccoBarrierSessionInit(dc, NULL, 0, ccoCoopBlock);
+    ccoDevStatus_t st = ccoBarrierSyncTimeout(&s, WAIT_NS);
+    ccoBarrierSessionEnd(&s);
+    CHECK(st == ccoDevUnsupported, "rank %d: world barrier over %d hosts without GDA: %s", c->rank, c->nNodes,
+          ccoDevStatusName(st));
+    barrier(c);
+    return;
+  }
+  double t0 = mp_now();
+  long wrong = 0, written = 0;
+  int round = 0;
+  for (; round < BAR_ROUNDS; round++) {
+    int parity = round % 2;
+    size_t mySlot = c->L.world + ((size_t)parity * (size_t)c->nRanks + (size_t)c->rank) * BAR_SLOT;
+    for (int q = 0; q < c->nRanks; q++) {
+      if (!world_writes(c, c->rank, q)) continue;
+      if (c->nodeOf[q] == c->nodeOf[c->rank]) {
+        void* peer = NULL;
+        ccoResult_t pr = ccoGetPeerPtr(c->comm, c->b + mySlot, q, &peer);
+        if (pr != ccoSuccess) {
+          CHECK(0, "rank %d: ccoGetPeerPtr(rank %d): %s (%s)", c->rank, q, ccoGetErrorString(pr),
+                ccoGetLastError(c->comm));
+          break;
+        }
+        memcpy(peer, c->a + bar_src(c->rank, round), BAR_SLOT);
+      } else {
+        DEV_OK(ccoGdaPut(&g, q, c->winB, mySlot, c->winA, bar_src(c->rank, round), BAR_SLOT, ccoGdaSigNone(),
+                         CCO_GDA_NO_COUNTER, ccoCoopThread, ccoGdaThreadAggregate),
+               "ccoGdaPut (before the world barrier)");
+      }
+      written++;
+    }
+    s = ccoBarrierSessionInit(dc, gp, (uint32_t)parity, parity ? ccoCoopBlock : ccoCoopWarp);
+    ccoDevStatus_t st = ccoBarrierSyncTimeout(&s, WAIT_NS);
+    ccoBarrierSessionEnd(&s);
+    if (!DEV_OK(st, "ccoBarrierSyncTimeout")) break;
+    for (int q = 0; q < c->nRanks; q++) {
+      if (!world_writes(c, q, c->rank)) continue;
+      const char* got = c->b + c->L.world + ((size_t)parity * (size_t)c->nRanks + (size_t)q) * BAR_SLOT;
+      size_t d = first_diff(got, BAR_SLOT, seed_at(q, bar_src(q, round)));
+      if (d != BAR_SLOT && wrong++ < 3)
+        CHECK(0, "rank %d: world barrier round %d: block of rank %d (host %d) differs at byte %zu after the barrier",
+              c->rank, round, q, c->nodeOf[q], d);
+    }
+  }
+  double took = elapsed(t0);
+  CHECK(round == BAR_ROUNDS && wrong == 0, "rank %d: world barrier: %d of %d rounds, %ld blocks missing after one",
+        c->rank, round, BAR_ROUNDS, wrong);
+  if (has_gda(c)) DEV_OK(ccoGdaFlush(&g, ccoCoopBlock), "ccoGdaFlush");
+  if (c->rank == 0)
+    printf("world barrier: %d rounds over %d ranks on %d host(s) (warp and block scope, barriers 0 and 1), every "
+           "block written before it (%ld on rank 0, LSA stores and GDA puts) there after it, %.0f us per round\n",
+           BAR_ROUNDS, c->nRanks, c->nNodes, written, took * 1e6 / BAR_ROUNDS);
+  barrier(c);
+}
+
 /* ----------------------------------------------------------------- flood */
 
 typedef struct {
@@ -1248,6 +1329,7 @@ static layout make_layout(int n) {
   AREA(big, BIG_SLOT + 4096);
   AREA(bigPut, N * BIG_SLOT);
   AREA(bar, 2 * N * BAR_SLOT);
+  AREA(world, 2 * N * BAR_SLOT);
   AREA(flushRecv, N * 3 * OPS_SLOT);
   AREA(flood, N * FLOOD_T * 64);
   AREA(floodVal, N * FLOOD_T * 8);
@@ -1309,6 +1391,7 @@ int main(int argc, char** argv) {
   reqs.gdaSignalCount = NSIGNALS;
   reqs.gdaCounterCount = NCOUNTERS;
   reqs.railGdaBarrierCount = RAIL_BARRIERS;
+  reqs.barrierCount = WORLD_BARRIERS;
   r = ccoDevCommCreate(c->comm, &reqs, &c->dc);
   CHECK(r == ccoSuccess, "rank %d: ccoDevCommCreate: %s (%s)", c->rank, ccoGetErrorString(r), ccoGetLastError(c->comm));
   if (r == ccoSuccess) MUST(ccoWindowRegisterAlloc(c->comm, c->L.total, &c->winB, &pb));
@@ -1333,6 +1416,7 @@ int main(int argc, char** argv) {
         test_get(c);
         test_flush(c);
         test_barrier(c);
+        test_world_barrier(c);
         test_flood(c);
         test_conn(c);
         watchdog_arm("async", 30);

@@ -66,17 +66,28 @@ all_ranks_passed() { # nRanks, output file
 # NS env ...) may come from the variable host_prefix_H. Returns 0 when every
 # launcher exited 0 and every rank passed.
 hosts() {
-  local nh=$1 per=$2; shift 2
+  local nh=$1 per=$2 sizes=() h; shift 2
+  for ((h = 0; h < nh; h++)); do sizes+=("$per"); done
+  hosts_of "${sizes[*]}" "$@"
+}
+
+# hosts_of "N0 N1 ..." ENV... -- ARGS...: as hosts, with N0 ranks on host 0,
+# N1 on host 1, ... (hosts of different sizes).
+hosts_of() {
+  local -a sizes
+  read -r -a sizes <<<"$1"
+  shift
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
-  local total=$((nh * per)) pids=() h rc=0
+  local nh=${#sizes[@]} total=0 offsets=() pids=() h rc=0
+  for ((h = 0; h < nh; h++)); do offsets[h]=$total; total=$((total + sizes[h])); done
   rm -f "$tmp/id"
   for ((h = nh - 1; h >= 0; h--)); do
     local prefix_var="host_prefix_$h"
     # shellcheck disable=SC2086
-    ${!prefix_var:-} env "${envs[@]}" CCO_HOSTID="gda-$h" "$bin/ccorun" -t 150 -n "$per" --nranks "$total" \
-      --rank-offset $((h * per)) --id-file "$tmp/id" "$bin/mp_gda" "$@" >"$tmp/host$h.out" 2>&1 &
+    ${!prefix_var:-} env "${envs[@]}" CCO_HOSTID="gda-$h" "$bin/ccorun" -t 150 -n "${sizes[h]}" --nranks "$total" \
+      --rank-offset "${offsets[h]}" --id-file "$tmp/id" "$bin/mp_gda" "$@" >"$tmp/host$h.out" 2>&1 &
     pids[h]=$!
   done
   for ((h = 0; h < nh; h++)); do wait "${pids[h]}" || rc=1; done
@@ -129,7 +140,7 @@ kill_rank() {
 
 iters=1000 # signal-after-data iterations per peer
 flood=2000 # ops per flood thread
-summary='^(mp_gda:|ops:|atomic:|sad: rank 0|get:|flush:|barrier:|flood:|conn:|async:)'
+summary='^(mp_gda:|ops:|atomic:|sad: rank 0|get:|flush:|barrier:|world barrier:|flood:|conn:|async:)'
 
 # ------------------------------------------------------- two virtual hosts
 for path in direct staged; do
@@ -143,7 +154,14 @@ check "2 hosts x 2 ranks, staged path, 64 KiB staging area, full" \
   hosts 2 2 CCO_GDA_PATH=staged CCO_GDA_STAGING_BYTES=65536 -- --conn full --iters 200 --flood 500
 show '^(get|sad: rank 0|flood):'
 check "2 hosts x 2 ranks, none: no GDA" hosts 2 2 CCO_GDA_PATH=direct -- --conn none
-show '^conn:'
+show '^(conn|world barrier):'
+# The world barrier's third step (LSA again) is what covers hosts of
+# different sizes: rank 3 of host 0 has no rail peer on host 1.
+for path in direct staged; do
+  check "hosts of 3 and 1 ranks, $path path, crossnode: world barrier" \
+    hosts_of "3 1" CCO_GDA_PATH=$path -- --conn crossnode --only world
+  show '^(mp_gda:|world barrier:)'
+done
 
 # ---------------------------------------------------------------- one host
 for path in direct staged; do
@@ -151,7 +169,7 @@ for path in direct staged; do
   show '^(sad: rank 0|flood|conn):'
 done
 check "1 host x 2 ranks, crossnode: no peers, no GDA" hosts 1 2 CCO_GDA_PATH=direct -- --conn crossnode
-show '^conn:'
+show '^(conn|world barrier):'
 
 # ------------------------------------------------------------ dead peers
 for path in direct staged; do
