@@ -200,12 +200,14 @@ CCO_DEVICE_INLINE ccoLsaBarrierSession ccoLsaBarrierSessionInit(const ccoDevComm
   ccoLsaBarrierSession s;
   uint64_t mySlot = dc->resourceBase + (uint64_t)dc->lsaRank * dc->slotSize;
   uint64_t inboxOff = dc->lsaBarrierOffset + (uint64_t)index * (uint64_t)dc->lsaSize * 4u;
-  s.inbox = (uint32_t*)(uintptr_t)(mySlot + inboxOff);
+  /* An index out of range touches nothing: its waits return ccoDevInvalid. */
+  int valid = index < dc->lsaBarrierCount;
+  s.inbox = valid ? (uint32_t*)(uintptr_t)(mySlot + inboxOff) : (uint32_t*)0;
   s.peerSlot0 = dc->resourceBase + inboxOff + (uint64_t)dc->lsaRank * 4u;
   s.stride = dc->slotSize;
-  s.epochHome = (uint32_t*)(uintptr_t)(mySlot + dc->lsaEpochOffset + (uint64_t)index * 4u);
+  s.epochHome = valid ? (uint32_t*)(uintptr_t)(mySlot + dc->lsaEpochOffset + (uint64_t)index * 4u) : (uint32_t*)0;
   s.abortFlag = (const uint32_t*)(uintptr_t)dc->abortFlag;
-  s.epoch = cco_ld_relaxed_u32(s.epochHome);
+  s.epoch = valid ? cco_ld_relaxed_u32(s.epochHome) : 0;
   s.lsaSize = dc->lsaSize;
   s.lsaRank = dc->lsaRank;
   s.gpuScope = (int32_t)dc->lsaScopeGpu;
@@ -216,6 +218,7 @@ CCO_DEVICE_INLINE ccoLsaBarrierSession ccoLsaBarrierSessionInit(const ccoDevComm
 /* Everything this scope wrote before arriving is visible to every peer
  * once that peer's wait returns. */
 CCO_DEVICE_INLINE void ccoLsaBarrierArrive(ccoLsaBarrierSession* s) {
+  if (!s->inbox) return; /* index out of range: the wait says so */
   uint32_t next = s->epoch + 1;
   /* The scope's writes happen before the release stores below. */
   ccoCoopSync(s->coop);
@@ -228,6 +231,7 @@ CCO_DEVICE_INLINE void ccoLsaBarrierArrive(ccoLsaBarrierSession* s) {
  * or the timeout (0: none). Every thread of the scope returns the same
  * status. */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWaitTimeout(ccoLsaBarrierSession* s, uint64_t timeoutNs) {
+  if (!s->inbox) return ccoDevInvalid;
   ccoDevStatus_t st = ccoDevSuccess;
   uint64_t start = timeoutNs ? cco_clock_ns() : 0;
   for (uint32_t p = ccoCoopRank(s->coop); p < (uint32_t)s->lsaSize && st == ccoDevSuccess;
@@ -288,7 +292,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierSyncTimeout(ccoLsaBarrierSession* 
  * syncs after the store, so a session opened right after by any thread of
  * the scope reads the new epoch. */
 CCO_DEVICE_INLINE void ccoLsaBarrierSessionEnd(ccoLsaBarrierSession* s) {
-  if (ccoCoopRank(s->coop) == 0) cco_st_relaxed_u32(s->epochHome, s->epoch);
+  if (ccoCoopRank(s->coop) == 0 && s->epochHome) cco_st_relaxed_u32(s->epochHome, s->epoch);
   ccoCoopSync(s->coop);
 }
 

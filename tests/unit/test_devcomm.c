@@ -6,6 +6,7 @@
 
 #include "cco/cco.h"
 #include "cco/cco_device.h"
+#include "cco/cco_scale_out.h"
 #include "test.h"
 
 static ccoComm* one_rank_comm(void) {
@@ -145,6 +146,11 @@ TEST(barrier_sessions_and_abort_word) {
     ccoLsaBarrierSessionEnd(&s);
   }
   CHECK_EQ(bad, 0);
+  /* An index past lsaBarrierCount touches nothing and says so. */
+  ccoLsaBarrierSession out = ccoLsaBarrierSessionInit(&dc, dc.lsaBarrierCount, ccoCoopThread);
+  CHECK_EQ(ccoLsaBarrierSync(&out), ccoDevInvalid);
+  CHECK_EQ(ccoLsaBarrierSyncTimeout(&out, 1000), ccoDevInvalid);
+  ccoLsaBarrierSessionEnd(&out);
   ccoLsaBarrierSession s = ccoLsaBarrierSessionInit(&dc, 0, ccoCoopBlock);
   CHECK_EQ(s.epoch, 1000);
   /* Waiting for an epoch nobody reached times out, then the abort word
@@ -157,6 +163,36 @@ TEST(barrier_sessions_and_abort_word) {
   CHECK_EQ(ccoLsaBarrierWait(&s), ccoDevAborted);
   uint64_t sig = 0;
   CHECK_EQ(ccoSignalWaitUntil(&dc, &sig, 1, 0), ccoDevAborted);
+  CHECK_EQ(ccoCommDestroy(comm), ccoSuccess);
+}
+
+TEST(world_barrier_on_one_host) {
+  ccoComm* comm = one_rank_comm();
+  CHECK(comm != NULL);
+  if (!comm) return;
+  ccoDevCommRequirements r = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  r.lsaBarrierCount = 1;
+  r.barrierCount = 2;
+  ccoDevComm dc;
+  CHECK_EQ(ccoDevCommCreate(comm, &r, &dc), ccoSuccess);
+  CHECK_EQ(dc.lsaBarrierCount, 3); /* the users' one, then the world barriers' */
+  CHECK_EQ(dc.barrierCount, 2);
+  int bad = 0;
+  for (int i = 0; i < 10; i++) {
+    /* One host: step 1 alone, and no GDA handle is needed. */
+    ccoBarrierSession b = ccoBarrierSessionInit(&dc, NULL, (uint32_t)(i % 2), ccoCoopThread);
+    bad += ccoBarrierSync(&b) != ccoDevSuccess;
+    ccoBarrierSessionEnd(&b);
+  }
+  CHECK_EQ(bad, 0);
+  /* World barrier 1 is LSA barrier 2; the users' LSA barrier 0 is untouched. */
+  CHECK_EQ(ccoLsaBarrierSessionInit(&dc, 2, ccoCoopThread).epoch, 5);
+  CHECK_EQ(ccoLsaBarrierSessionInit(&dc, 1, ccoCoopThread).epoch, 5);
+  CHECK_EQ(ccoLsaBarrierSessionInit(&dc, 0, ccoCoopThread).epoch, 0);
+  ccoBarrierSession out = ccoBarrierSessionInit(&dc, NULL, 2, ccoCoopThread);
+  CHECK_EQ(ccoBarrierSyncTimeout(&out, 1000), ccoDevInvalid);
+  ccoBarrierSessionEnd(&out);
   CHECK_EQ(ccoCommDestroy(comm), ccoSuccess);
 }
 
