@@ -535,12 +535,15 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaBarrierSync(ccoGdaBarrierSession* s) {
  *
  * Step 3 is what makes it whole when hosts have different numbers of ranks
  * (a rank whose rail has no peer on some host learns about that host from
- * LSA rank 0, whose rail spans every host). On one host it is step 1 alone.
+ * LSA rank 0, whose rail spans every host). A rank whose rail misses a
+ * host flushes its context before step 1, since no rail signal of its own
+ * reaches that host to order its puts. On one host it is step 1 alone.
  *
- * Everything the scope stored into LSA peers' windows, and everything it
- * posted on the handle's context (to any peer), before the barrier is
- * visible to every rank once that rank's sync returns: the rail signals are
- * ordered after the context's earlier operations. Warp or block scope; on
+ * Once a rank's sync returns, it sees everything each scope stored into LSA
+ * windows before arriving, and everything posted on the handle's context to
+ * ranks on other hosts before arriving (the rail signals are ordered after
+ * the context's earlier operations). GDA operations to ranks of the same
+ * host (FULL connections) are not ordered by it: flush them first. Warp or block scope; on
  * several hosts the handle must be Immediate (the GDA barrier's rules), on
  * one host `gda` may be NULL.
  */
@@ -577,7 +580,13 @@ CCO_DEVICE_INLINE ccoBarrierSession ccoBarrierSessionInit(const ccoDevComm* dc, 
  * session is spent (open a new one after ccoBarrierSessionEnd). */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoBarrierSyncTimeout(ccoBarrierSession* s, uint64_t timeoutNs) {
   if (!s->valid) return ccoDevInvalid;
-  ccoDevStatus_t st = ccoLsaBarrierSyncTimeout(&s->lsa, timeoutNs);
+  ccoDevStatus_t st = ccoDevSuccess;
+  /* A rank whose rail misses a host (its host has more ranks than that
+   * one) sends no rail signal there that would carry its puts: it completes
+   * them before it arrives, and its LSA peers' rail signals carry them. */
+  if (s->nNodes > 1 && s->rail.railSize < s->nNodes && s->rail.gda.dev) st = ccoGdaFlush(&s->rail.gda, s->lsa.coop);
+  if (st != ccoDevSuccess) return st;
+  st = ccoLsaBarrierSyncTimeout(&s->lsa, timeoutNs);
   if (st != ccoDevSuccess || s->nNodes <= 1) return st;
   if (s->rail.railSize > 1) {
     st = ccoGdaBarrierSyncTimeout(&s->rail, timeoutNs);
