@@ -4,6 +4,7 @@
 //
 //   ccorun -n 2 cco-bench-gda [overhead|bw|latency|rate]...   (default: all;
 //                              under MPS when both ranks share a GPU)
+//   ccorun -n 2 --virtual-hosts 2 cco-bench-gda barrier
 //
 // - proxy overhead: a zero-byte put + flush round trip issued by a kernel,
 //   against the raw round trip kernel -> host-mapped word -> host thread ->
@@ -15,7 +16,11 @@
 //   8-byte write ping-pong of the raw engine between host threads;
 // - messages per second of 8-byte put-values from a block of 256 threads
 //   (independent thread mode), Immediate and Deferred doorbells, against
-//   8-byte writes of the raw engine from the host.
+//   8-byte writes of the raw engine from the host;
+// - barrier (two hosts, one rank each): the GDA barrier and the world
+//   barrier (LSA, rail GDA, LSA) from a block, per sync, against the 8-byte
+//   write half round trip of the raw engine (a barrier of two needs one
+//   one-way trip each way, at the same time).
 // Prints one JSON object per figure.
 #include <pthread.h>
 #include <string.h>
@@ -38,6 +43,26 @@ static ccoComm* comm;
 static int rank;
 
 __device__ static uint64_t dev_now(void) { return cco_clock_ns(); }
+
+// ------------------------------------------------------------------ barrier
+
+// `iters` syncs of the GDA barrier (world = 0) or of the world barrier
+// (world = 1) at block scope; the time in ns and the worst status.
+__global__ void barrier_loop(ccoDevComm dc, int world, int iters, unsigned long long* ns, int* status) {
+  ccoGda g = ccoGdaHandle(&dc, 0, ccoGdaDoorbellImmediate);
+  ccoGdaBarrierSession gb = ccoGdaBarrierSessionInit(&dc, &g, 0, ccoCoopBlock);
+  ccoBarrierSession wb = ccoBarrierSessionInit(&dc, &g, 0, ccoCoopBlock);
+  ccoDevStatus_t st = ccoDevSuccess;
+  uint64_t t0 = dev_now();
+  for (int i = 0; i < iters && st == ccoDevSuccess; i++)
+    st = world ? ccoBarrierSync(&wb) : ccoGdaBarrierSync(&gb);
+  uint64_t t1 = dev_now();
+  ccoBarrierSessionEnd(&wb);
+  if (threadIdx.x == 0) {
+    *ns = t1 - t0;
+    *status = (int)st;
+  }
+}
 
 // ------------------------------------------------------------ proxy overhead
 
@@ -277,6 +302,14 @@ int main(int argc, char** argv) {
   // Slots per ring; the message-rate figure posts 16384, so credits come
   // into play below that. CCO_BENCH_GDA_DEPTH overrides (a power of two).
   reqs.gdaQueueDepth = getenv("CCO_BENCH_GDA_DEPTH") ? (uint32_t)atoi(getenv("CCO_BENCH_GDA_DEPTH")) : 4096;
+  reqs.railGdaBarrierCount = 1;
+  reqs.barrierCount = 1;
+  int nNodes = 1;
+  ccoCommNodeCount(comm, &nNodes);
+  if (g_argc >= 2 && want("barrier") && nNodes != 2) {
+    fprintf(stderr, "cco-bench-gda: the barrier figure needs two hosts (ccorun --virtual-hosts 2)\n");
+    return 2;
+  }
   ccoWindow_t win = NULL;
   void* local = NULL;
   ccoDevComm dc;
@@ -358,6 +391,37 @@ int main(int argc, char** argv) {
       printf("{\"bench\":\"gda_latency\",\"provider\":\"%s\",\"bytes\":8,\"iters\":%d,\"put_value_signal_half_rtt_us\":"
              "%.2f,\"raw_engine_write_half_rtt_us\":%.2f,\"ratio\":%.2f}\n",
              provider, pp, gdaLat, rawLat, gdaLat / rawLat);
+  }
+
+  // Barriers between the two hosts, against the raw engine's half round trip.
+  if (want("barrier") && nNodes == 2) {
+    int* dStatus = NULL;
+    CUDA_OK(cudaMalloc(&dStatus, sizeof(int)));
+    const int bIters = 2000;
+    double us[2] = {0, 0};
+    int bad = 0;
+    for (int world = 0; world < 2; world++) {
+      CCO_OK(ccoBarrierAll(comm));
+      barrier_loop<<<1, 128>>>(dc, world, 100, dNs, dStatus); // warm-up
+      CUDA_OK(cudaDeviceSynchronize());
+      CCO_OK(ccoBarrierAll(comm));
+      barrier_loop<<<1, 128>>>(dc, world, bIters, dNs, dStatus);
+      CUDA_OK(cudaDeviceSynchronize());
+      int st = 0;
+      CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(&st, dStatus, sizeof(st), cudaMemcpyDeviceToHost));
+      bad += st != 0;
+      us[world] = ns / 1e3 / bIters;
+    }
+    double rawLat = raw_latency(&raw, 1000);
+    if (rank == 0)
+      printf("{\"bench\":\"gda_barrier\",\"provider\":\"%s\",\"hosts\":2,\"iters\":%d,\"gda_barrier_us\":%.2f,"
+             "\"world_barrier_us\":%.2f,\"raw_engine_write_half_rtt_us\":%.2f,\"gda_ratio\":%.2f,"
+             "\"world_ratio\":%.2f,\"bad_status\":%d}\n",
+             provider, bIters, us[0], us[1], rawLat, us[0] / rawLat, us[1] / rawLat, bad);
+    cudaFree(dStatus);
+  } else if (want("barrier") && rank == 0) {
+    fprintf(stderr, "cco-bench-gda: barrier figure not measured: one host (run it with ccorun --virtual-hosts 2)\n");
   }
 
   // Message rate (rank 0 sends), against 8-byte writes of the raw engine

@@ -38,6 +38,8 @@ if [ "$what" != tests ]; then
   "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-sdma" | tee "$out/bench_sdma.jsonl"
   # GDA: proxy overhead against the raw ring round trip, put bandwidth and latency against the raw engine.
   "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-gda" | tee "$out/bench_gda.jsonl"
+  # GDA and world barriers between two virtual hosts, against the raw engine's half round trip.
+  "$bin/ccorun" -t 300 -n 2 --virtual-hosts 2 "$bin/cco-bench-gda" barrier | tee -a "$out/bench_gda.jsonl"
   # The same measurements with NVSHMEM 3.4 (pip package nvidia-nvshmem-cu13).
   if bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1; then
     for n in 2 4 8; do

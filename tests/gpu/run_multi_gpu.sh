@@ -82,6 +82,8 @@ for n in "${sizes[@]}"; do
 done
 run "bench SDMA, 2 $unit" bench_sdma_2.jsonl "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-sdma"
 run "bench GDA, 2 $unit" bench_gda_2.jsonl "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-gda"
+run "bench GDA and world barriers, 2 $unit on two virtual hosts" bench_gda_barrier_2.jsonl \
+  "$bin/ccorun" -t 300 -n 2 --virtual-hosts 2 "$bin/cco-bench-gda" barrier
 if bash "$here/../../bench/build_nvshmem_ref.sh" "$(dirname "$bin")" >"$out/nvshmem_build.log" 2>&1; then
   for n in "${sizes[@]}"; do
     run "NVSHMEM reference, $n $unit" "nvshmem_ref_$n.log" env NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 \
