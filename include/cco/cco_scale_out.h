@@ -543,9 +543,13 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaBarrierSync(ccoGdaBarrierSession* s) {
  * windows before arriving, and everything posted on the handle's context to
  * ranks on other hosts before arriving (the rail signals are ordered after
  * the context's earlier operations). GDA operations to ranks of the same
- * host (FULL connections) are not ordered by it: flush them first. Warp or block scope; on
- * several hosts the handle must be Immediate (the GDA barrier's rules), on
- * one host `gda` may be NULL.
+ * host (FULL connections) are not ordered by it: flush them first.
+ *
+ * On several hosts: warp or block scope and an Immediate handle (the GDA
+ * barrier's rules), else ccoDevInvalid; no GDA (`gda` NULL or a device
+ * communicator without it), ccoDevUnsupported. Both come at once, before
+ * any step, on every rank alike. On one host any scope, and `gda` may be
+ * NULL.
  */
 typedef struct {
   ccoLsaBarrierSession lsa;
@@ -580,6 +584,10 @@ CCO_DEVICE_INLINE ccoBarrierSession ccoBarrierSessionInit(const ccoDevComm* dc, 
  * session is spent (open a new one after ccoBarrierSessionEnd). */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoBarrierSyncTimeout(ccoBarrierSession* s, uint64_t timeoutNs) {
   if (!s->valid) return ccoDevInvalid;
+  if (s->nNodes > 1) {
+    if (!s->rail.gda.dev) return ccoDevUnsupported;
+    if (s->rail.gda.mode != ccoGdaDoorbellImmediate || s->lsa.coop == ccoCoopThread) return ccoDevInvalid;
+  }
   ccoDevStatus_t st = ccoDevSuccess;
   /* A rank whose rail misses a host (its host has more ranks than that
    * one) sends no rail signal there that would carry its puts: it completes

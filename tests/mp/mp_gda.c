@@ -846,8 +846,7 @@ static void test_world_barrier(rank_ctx* c) {
   ccoBarrierSession s = ccoBarrierSessionInit(dc, gp, WORLD_BARRIERS, ccoCoopWarp);
   CHECK(ccoBarrierSyncTimeout(&s, WAIT_NS) == ccoDevInvalid, "rank %d: world barrier index out of range", c->rank);
   if (c->nNodes > 1 && !has_gda(c)) {
-    /* Several hosts without GDA: step 1 passes on every rank, then the
-     * rail step says why it cannot run, on every rank alike. */
+    /* Several hosts without GDA: every rank is told at once. */
     s = ccoBarrierSessionInit(dc, NULL, 0, ccoCoopBlock);
     ccoDevStatus_t st = ccoBarrierSyncTimeout(&s, WAIT_NS);
     ccoBarrierSessionEnd(&s);
@@ -855,6 +854,15 @@ static void test_world_barrier(rank_ctx* c) {
           ccoDevStatusName(st));
     barrier(c);
     return;
+  }
+  if (c->nNodes > 1) {
+    /* Misuse on several hosts is refused before any step, so no rank waits. */
+    ccoGda deferred = ccoGdaHandle(dc, 0, ccoGdaDoorbellDeferred);
+    s = ccoBarrierSessionInit(dc, &deferred, 0, ccoCoopWarp);
+    CHECK(ccoBarrierSyncTimeout(&s, WAIT_NS) == ccoDevInvalid, "rank %d: world barrier with a Deferred handle",
+          c->rank);
+    s = ccoBarrierSessionInit(dc, gp, 0, ccoCoopThread);
+    CHECK(ccoBarrierSyncTimeout(&s, WAIT_NS) == ccoDevInvalid, "rank %d: world barrier at thread scope", c->rank);
   }
   double t0 = mp_now();
   long wrong = 0, written = 0;
