@@ -566,14 +566,9 @@ CCO_DEVICE_INLINE ccoBarrierSession ccoBarrierSessionInit(const ccoDevComm* dc, 
   /* The world barriers are the last barrierCount of each kind. */
   uint32_t lsaIndex = s.valid ? dc->lsaBarrierCount - dc->barrierCount + index : 0;
   s.lsa = ccoLsaBarrierSessionInit(dc, lsaIndex, coop);
-  ccoGda none; /* no GDA: the rail part then reports ccoDevUnsupported */
-  none.dev = (const ccoGdaDev*)0;
+  ccoGda none = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
+  none.dev = (const ccoGdaDev*)0; /* no GDA: the sync reports ccoDevUnsupported */
   none.ctx = (const ccoGdaContextDev*)0;
-  none.abortFlag = (const uint32_t*)0;
-  none.mode = ccoGdaDoorbellImmediate;
-  none.context = 0;
-  none.rank = dc->rank;
-  none.pad = 0;
   const ccoGda* g = gda ? gda : &none;
   uint32_t railSlot = s.valid && g->dev ? g->dev->barrierCount - dc->barrierCount + index : 0xffffffffu;
   s.rail = cco_gda_barrier_init(dc, g, railSlot, coop);
