@@ -9,12 +9,15 @@ bin=${1:?usage: run_gpu_tests.sh BIN_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/gpu/mps.sh
 source "$here/mps.sh"
+# shellcheck source=tests/gpu/suite_programs.sh
+source "$here/suite_programs.sh"
 passed=0 failed=0
 run() { # name, command...
   local name=$1; shift
   echo "== $name"
   if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
 }
+suite_run() { local name=$1; shift 2; run "$name" "$@"; } # output to the terminal, no log file
 run "platform smoke (driver API through dlopen)" "$bin/gpu_platform_smoke"
 run "windows, 1 rank (memory back to baseline)" "$bin/ccorun" -t 120 -n 1 "$bin/gpu_windows"
 run "GPU choice: a communicator on a thread that chose no GPU, 1 rank" "$bin/ccorun" -t 120 -n 1 "$bin/gpu_device_choice"
@@ -34,19 +37,7 @@ for n in 2 4; do
   run "GDA device API through the staged path (scopes, thread and doorbell modes, get, put-value, counters, \
 flushAsync, barrier, statuses, 64 MiB), $n ranks on two virtual hosts under MPS" "$bin/ccorun" -t 300 -n "$n" --virtual-hosts 2 -p "$bin/gpu_gda"
 done
-run "example 06: GDA put + signal, 4 ranks on two virtual hosts" "$bin/ccorun" -t 120 -n 4 --virtual-hosts 2 -p "$bin/cco-example-06-gda-put"
-run "demo, 4 ranks on two virtual hosts under MPS" "$bin/ccorun" -t 120 -n 4 --virtual-hosts 2 "$bin/cco-demo"
-run "example 02: LSA put kernel, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-02-lsa-put"
-run "example 03: one-shot LSA all-reduce, fp32 and bf16, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-03-lsa-allreduce"
-run "example 04: SDMA all-gather, 4 ranks" "$bin/ccorun" -t 120 -n 4 "$bin/cco-example-04-sdma-allgather"
-store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
-run "torch symmetric-memory tensor as an external window, 4 ranks" \
-  "$bin/ccorun" -t 300 -n 4 -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x CCO_TORCH_STORE="$store" \
-  python3 "$here/torch_import.py"
-rm -f "$store"
-run "python package on the GPU (torch, cupy, allocator pool, examples), 4 ranks" \
-  "$bin/ccorun" -t 300 -n 4 -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x PYTHONPATH="$here/../../python" \
-  python3 "$here/test_python_gpu.py"
+suite_programs "$bin" 4 "ranks under MPS"
 mps_stop
 echo "run_gpu_tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

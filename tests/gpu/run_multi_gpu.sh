@@ -32,6 +32,8 @@ else
   unit=GPUs
 fi
 nvidia-smi topo -m >"$out/topo.txt" 2>&1
+# shellcheck source=tests/gpu/suite_programs.sh
+source "$here/suite_programs.sh"
 passed=0 failed=0
 run() { # name, log, command...
   local name=$1 log=$2; shift 2
@@ -39,6 +41,7 @@ run() { # name, log, command...
   if "$@" >"$out/$log" 2>&1; then passed=$((passed + 1)); echo "ok   $name"
   else failed=$((failed + 1)); echo "FAIL $name"; tail -15 "$out/$log"; fi
 }
+suite_run() { run "$@"; }
 for n in "${sizes[@]}"; do
   run "windows, $n $unit" "gpu_windows_$n.txt" "$bin/ccorun" -t 300 -n "$n" -p "$bin/gpu_windows"
   run "LSA device API, $n $unit" "gpu_lsa_$n.txt" "$bin/ccorun" -t 300 -n "$n" -p "$bin/gpu_lsa"
@@ -49,23 +52,7 @@ for n in "${sizes[@]}"; do
   # communicator takes GPU CCO_LOCAL_RANK, which the first test checks.
   run "GPU choice (CCO_LOCAL_RANK), $n $unit" "gpu_device_choice_$n.txt" \
     "$bin/ccorun" -t 120 -n "$n" -p "$bin/gpu_device_choice"
-  run "example 02: LSA put kernel, $n $unit" "example_02_$n.txt" "$bin/ccorun" -t 120 -n "$n" "$bin/cco-example-02-lsa-put"
-  run "example 03: one-shot LSA all-reduce, $n $unit" "example_03_$n.txt" \
-    "$bin/ccorun" -t 120 -n "$n" "$bin/cco-example-03-lsa-allreduce"
-  run "example 04: SDMA all-gather, $n $unit" "example_04_$n.txt" \
-    "$bin/ccorun" -t 120 -n "$n" "$bin/cco-example-04-sdma-allgather"
-  run "example 06: GDA put + signal, $n $unit on two virtual hosts" "example_06_$n.txt" \
-    "$bin/ccorun" -t 120 -n "$n" --virtual-hosts 2 -p "$bin/cco-example-06-gda-put"
-  run "demo, $n $unit on two virtual hosts" "demo_$n.txt" \
-    "$bin/ccorun" -t 120 -n "$n" --virtual-hosts 2 "$bin/cco-demo"
-  store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
-  run "torch symmetric-memory tensor as an external window, $n $unit" "torch_import_$n.txt" \
-    "$bin/ccorun" -t 300 -n "$n" -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x CCO_TORCH_STORE="$store" \
-    python3 "$here/torch_import.py"
-  rm -f "$store"
-  run "python package on the GPU (torch, cupy, allocator pool, examples), $n $unit" "python_gpu_$n.txt" \
-    "$bin/ccorun" -t 300 -n "$n" -p -x CCO_LIBRARY="$bin/../lib/libcco.so" -x PYTHONPATH="$here/../../python" \
-    python3 "$here/test_python_gpu.py"
+  suite_programs "$bin" "$n" "$unit"
 done
 for n in "${sizes[@]}"; do
   run "bench LSA, $n $unit" "bench_lsa_$n.jsonl" "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-lsa"
