@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cco/cco.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "platform/platform.h"
 
 static void usage(FILE* out) {

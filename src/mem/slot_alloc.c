@@ -12,14 +12,14 @@
  * Every mutation first reserves the array room it may need, so a failure to
  * grow the bookkeeping leaves the allocator exactly as it was.
  */
-#include "slot_alloc.h"
+#include "mem/slot_alloc.h"
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct {
   size_t offset;

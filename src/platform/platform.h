@@ -18,12 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "boot/topology.h"
 #include "cco/cco.h"
 
-#define CCO_BUS_ID_BYTES 32
 #define CCO_MAX_GPUS 64
 
-typedef enum { CCO_PLATFORM_HOST = 0, CCO_PLATFORM_CUDA = 1 } cco_platform_kind;
 
 /* A physical memory chunk owned by this process. */
 typedef struct {
@@ -34,11 +33,6 @@ typedef struct {
 
 /* What a rank says about its device, so LSA peers can check they can map
  * each other's memory. */
-typedef struct {
-  char busId[CCO_BUS_ID_BYTES]; /* "" on the host platform */
-  int32_t device;               /* ordinal in this process; -1 on the host platform */
-  int32_t platform;             /* cco_platform_kind */
-} cco_device_identity;
 
 typedef struct cco_platform cco_platform;
 
@@ -100,6 +94,10 @@ typedef struct {
    * is false when the peer's device is not visible here (nothing to check). */
   ccoResult_t (*peer_access)(cco_platform* p, const cco_device_identity* peer, bool* ok,
                              bool* known);
+  /* PCI bus ids ("0000:3b:00.0", lowercase) of every GPU this process
+   * sees, in ordinal order (CPU affinity looks for the communicator's GPU
+   * among them). The host platform sees none: *n = 0. */
+  ccoResult_t (*visible_gpus)(cco_platform* p, char busIds[][CCO_BUS_ID_BYTES], int max, int* n);
 } cco_platform_ops;
 
 struct cco_platform {
@@ -123,6 +121,7 @@ ccoResult_t cco_platform_host_open(cco_platform* p);
 ccoResult_t cco_platform_cuda_open(cco_platform* p);
 
 /* ------------------------------------------------------------ cuda probe */
+/* Whether the cuda platform can open here (CCO_PLATFORM=auto, cco-info). */
 
 typedef struct {
   bool available;    /* libcuda loaded, cuInit succeeded, at least one device */
@@ -133,9 +132,5 @@ typedef struct {
 
 /* Loads libcuda.so.1 once per process and reports what it found. */
 void cco_cuda_probe(cco_cuda_probe_result* out);
-
-/* PCI bus ids ("0000:3b:00.0", lowercase) of every visible device, in
- * ordinal order. */
-ccoResult_t cco_cuda_visible_bus_ids(char visible[][CCO_BUS_ID_BYTES], int maxVisible, int* nVisible);
 
 #endif /* CCO_PLATFORM_PLATFORM_H_ */

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/cuda/cuda_driver.h"
 #include "platform/platform.h"
 

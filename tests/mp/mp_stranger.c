@@ -11,8 +11,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include "core/bootstrap.h"
-#include "core/env.h"
+#include "boot/bootstrap.h"
+#include "base/env.h"
 #include "mp_util.h"
 
 #define NRANKS 4

@@ -6,7 +6,7 @@
  */
 #include <pthread.h>
 
-#include "core/env.h"
+#include "base/env.h"
 #include "mp_util.h"
 
 #define MAX_THREADS 16

@@ -1,5 +1,5 @@
-/* Unit tests for src/core/affinity.c against fake sysfs trees. */
-#include "core/affinity.h"
+/* Unit tests for src/boot/affinity.c against fake sysfs trees. */
+#include "boot/affinity.h"
 
 #include <errno.h>
 #include <ftw.h>

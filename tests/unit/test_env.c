@@ -1,11 +1,11 @@
-/* Unit tests for src/core/env.c, cco_log_parse_subsys and cco_ifname_matches. */
-#include "core/env.h"
+/* Unit tests for src/base/env.c, cco_log_parse_subsys and cco_ifname_matches. */
+#include "base/env.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "core/log.h"
-#include "core/socket.h"
+#include "base/log.h"
+#include "boot/socket.h"
 #include "test.h"
 
 /* ------------------------------------------------------------------------ */

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "test.h"
 
 /* ------------------------------------------------------------------------ */

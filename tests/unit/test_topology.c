@@ -1,5 +1,5 @@
 /* Unit tests for cco_topology_build on fabricated rank infos. */
-#include "core/topology.h"
+#include "boot/topology.h"
 
 #include <stdint.h>
 #include <string.h>

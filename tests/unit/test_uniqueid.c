@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "cco/cco.h"
-#include "core/bootstrap.h"
-#include "core/wire.h"
+#include "boot/bootstrap.h"
+#include "boot/wire.h"
 #include "test.h"
 
 /* ------------------------------------------------------------------------ */

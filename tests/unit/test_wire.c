@@ -1,5 +1,5 @@
-/* Unit tests for src/core/wire.c: header, address, hello and text codecs. */
-#include "core/wire.h"
+/* Unit tests for src/boot/wire.c: header, address, hello and text codecs. */
+#include "boot/wire.h"
 
 #include <arpa/inet.h>
 #include <stdint.h>

@@ -217,6 +217,10 @@ const char* cco_cu_error_text(cco_cu_result r, char* buf, size_t size);
 
 /* Releases what cco_platform_cuda_open took (the primary context when it
  * retained one, its stream, its state) and clears *p. */
+/* PCI bus ids ("0000:3b:00.0", lowercase) of every visible device, in
+ * ordinal order (the cuda platform's visible_gpus). */
+ccoResult_t cco_cuda_visible_bus_ids(char visible[][CCO_BUS_ID_BYTES], int maxVisible, int* nVisible);
+
 void cco_platform_cuda_close(cco_platform* p);
 
 #endif /* CCO_PLATFORM_CUDA_CUDA_DRIVER_H_ */

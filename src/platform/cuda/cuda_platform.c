@@ -21,8 +21,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "core/env.h"
-#include "core/error.h"
+#include "base/env.h"
+#include "base/error.h"
 #include "platform/cuda/cuda_driver.h"
 #include "platform/platform.h"
 
@@ -589,7 +589,13 @@ static ccoResult_t cuda_peer_access(cco_platform* p, const cco_device_identity* 
   return ccoSuccess;
 }
 
-static const cco_platform_ops cuda_ops = {
+static ccoResult_t cuda_visible_gpus(cco_platform* p, char busIds[][CCO_BUS_ID_BYTES], int max,
+                                     int* n) {
+  (void)p;
+  return cco_cuda_visible_bus_ids(busIds, max, n);
+}
+
+static const cco_platform_ops cuda_platform_ops = {
     .name = "cuda",
     .granularity = cuda_granularity,
     .reserve = cuda_reserve,
@@ -614,6 +620,7 @@ static const cco_platform_ops cuda_ops = {
     .write_values_async = cuda_write_values_async,
     .wait_value_async = cuda_wait_value_async,
     .peer_access = cuda_peer_access,
+    .visible_gpus = cuda_visible_gpus,
 };
 
 /* ------------------------------------------------------------ open / close */
@@ -813,7 +820,7 @@ ccoResult_t cco_platform_cuda_open(cco_platform* p) {
     free(s);
     return res;
   }
-  p->ops = &cuda_ops;
+  p->ops = &cuda_platform_ops;
   p->kind = CCO_PLATFORM_CUDA;
   p->identity = id;
   p->impl = s;
@@ -824,7 +831,7 @@ ccoResult_t cco_platform_cuda_open(cco_platform* p) {
 }
 
 void cco_platform_cuda_close(cco_platform* p) {
-  if (!p || !p->impl || p->ops != &cuda_ops) return;
+  if (!p || !p->impl || p->ops != &cuda_platform_ops) return;
   cuda_state* s = p->impl;
   teardown(s);
   free(s);

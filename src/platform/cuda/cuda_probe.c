@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/cuda/cuda_driver.h"
 #include "platform/platform.h"
 

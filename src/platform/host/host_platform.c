@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/platform.h"
 
 /* Process-wide table of this process's mapped chunks, so memory of one
@@ -273,7 +273,15 @@ static ccoResult_t host_peer_access(cco_platform* p, const cco_device_identity* 
   return ccoSuccess;
 }
 
-static const cco_platform_ops g_host_ops = {
+/* CPU affinity then follows no GPU. */
+static ccoResult_t host_visible_gpus(cco_platform* p, char busIds[][CCO_BUS_ID_BYTES], int max,
+                                     int* n) {
+  (void)p, (void)busIds, (void)max;
+  *n = 0;
+  return ccoSuccess;
+}
+
+static const cco_platform_ops host_platform_ops = {
     .name = "host",
     .granularity = host_granularity,
     .reserve = host_reserve,
@@ -298,11 +306,12 @@ static const cco_platform_ops g_host_ops = {
     .write_values_async = host_write_values_async,
     .wait_value_async = host_wait_value_async,
     .peer_access = host_peer_access,
+    .visible_gpus = host_visible_gpus,
 };
 
 ccoResult_t cco_platform_host_open(cco_platform* p) {
   memset(p, 0, sizeof(*p));
-  p->ops = &g_host_ops;
+  p->ops = &host_platform_ops;
   p->kind = CCO_PLATFORM_HOST;
   p->identity.device = -1;
   p->identity.platform = CCO_PLATFORM_HOST;

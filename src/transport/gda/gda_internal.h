@@ -8,48 +8,47 @@
 #include <stdint.h>
 
 #include "cco/device/cco_gda_types.h"
-#include "core/comm.h"
 #include "transport/gda/gda.h"
 #include "transport/net/net.h"
 
 /* Direct: the engine reaches window memory itself (host memory, or a
  * provider with FI_HMEM). Staged: window memory is GPU memory the engine
  * cannot reach; data goes through pinned bounce buffers at both ends and
- * the target's proxy copies it in (src/transport/gda/gda_staged.c). */
-typedef enum { GDA_PATH_DIRECT = 0, GDA_PATH_STAGED = 1 } gda_path;
+ * the target's proxy copies it in (src/transport/gda/cco_gda_staged.c). */
+typedef enum { CCO_GDA_PATH_DIRECT = 0, CCO_GDA_PATH_STAGED = 1 } cco_gda_path;
 
-typedef struct gda_ring gda_ring;
-typedef struct gda_staged gda_staged;
+typedef struct cco_gda_ring cco_gda_ring;
+typedef struct cco_gda_staged cco_gda_staged;
 
 /* A window as the proxy sees it: where it is here, and (direct path) its
  * registration and every peer's key for the same window. */
-typedef struct gda_win {
+typedef struct cco_gda_win {
   uint64_t offset, size; /* in the slot */
   char* local;
   cco_net_mr* mr;
   cco_net_rkey* rkeys; /* [nRanks] */
   uint8_t* has;        /* [nRanks]: the peer registered a window at this offset */
-  struct gda_win* next;
-} gda_win;
+  struct cco_gda_win* next;
+} cco_gda_win;
 
 /* One descriptor taken from a ring, until it completes. */
-typedef struct gda_op {
+typedef struct cco_gda_op {
   ccoGdaSlot d;
-  gda_ring* ring;
+  cco_gda_ring* ring;
   uint64_t ticket;
   uint64_t issued;      /* bytes handed on (engine ops or staged chunks) */
   uint32_t outstanding; /* engine ops or chunks not complete */
   uint32_t localLeft;   /* staged put: chunks still being copied out */
-  gda_win* localWin;    /* direct: the window of the local side */
-  gda_win* remoteWin;   /* direct: the window of the remote side */
+  cco_gda_win* localWin;    /* direct: the window of the local side */
+  cco_gda_win* remoteWin;   /* direct: the window of the remote side */
   bool active, done;
   bool signalSent; /* direct: the signal atomic is posted */
   bool allSent;    /* staged: every message of the op exists */
   bool counted;    /* the local counter was bumped */
-} gda_op;
+} cco_gda_op;
 
-struct gda_ring {
-  gda_state* st;
+struct cco_gda_ring {
+  cco_gda_state* st;
   int context;
   uint32_t depth;
   ccoGdaSlot* slots;  /* host view */
@@ -59,14 +58,21 @@ struct gda_ring {
   uint64_t bell;      /* tickets up to here are published by a doorbell */
   uint64_t head;      /* operations complete, in order */
   uint64_t published; /* the head as last stored for the device */
-  gda_op* ops;        /* [depth] */
+  cco_gda_op* ops;        /* [depth] */
 };
 
-struct gda_state {
+/* The transport's state: its context and the proxy, started by the first
+ * device communicator that needs GDA. */
+struct cco_gda_transport {
+  const cco_transport_ctx* ctx;
+  cco_gda_proxy* proxy;
+};
+
+struct cco_gda_state {
   uint64_t id; /* the device communicator's id: equal on every rank */
   uint32_t connectionType;
   int nRings;
-  gda_ring* rings;
+  cco_gda_ring* rings;
   uint32_t depth;
   uint32_t signalTotal; /* user signals + barrier inboxes */
   uint32_t counterCount;
@@ -87,22 +93,22 @@ struct gda_state {
   void* peersDev;
   void* epochsDev;
   void* devState;
-  struct gda_state* next;
+  struct cco_gda_state* next;
 };
 
-/* What the proxy knows of a peer's liveness (gda_post_result). */
-typedef struct gda_peer_watch {
+/* What the proxy knows of a peer's liveness (cco_gda_post_result). */
+typedef struct cco_gda_peer_watch {
   uint64_t refusedSince; /* start (ns) of an unbroken run of CCO_NET_BUSY toward it; 0: none,
                           * UINT64_MAX: reported */
   uint64_t probeAt;      /* direct: when to probe it while it owes completions (ns); 0: not armed */
   uint32_t inFlight;     /* direct: engine ops posted to it and not complete */
   uint32_t pad;
-} gda_peer_watch;
+} cco_gda_peer_watch;
 
 struct cco_gda_proxy {
-  ccoComm* comm;
+  const cco_transport_ctx* ctx;
   cco_net* net;
-  gda_path path;
+  cco_gda_path path;
   int rank, nRanks;
   char* slotBase; /* this rank's slot in its flat VA */
   size_t maxMsg;
@@ -110,52 +116,52 @@ struct cco_gda_proxy {
   bool threadStarted;
   atomic_bool stop;
   pthread_mutex_t lock; /* states and windows, against the thread */
-  gda_state* states;
-  gda_win* wins;
-  gda_staged* staged;
+  cco_gda_state* states;
+  cco_gda_win* wins;
+  cco_gda_staged* staged;
   ccoResult_t failure; /* first failure found by the thread, reported outside the lock */
-  struct gda_peer_watch* watch; /* [nRanks] liveness of each peer (gda_proxy.c); NULL: none */
+  struct cco_gda_peer_watch* watch; /* [nRanks] liveness of each peer (gda_proxy.c); NULL: none */
 };
 
 /* Context tags of engine operations (objects are 8-byte aligned). */
 enum {
-  GDA_TAG_DIRECT_DATA = 0, /* gda_op */
-  GDA_TAG_DIRECT_SIGNAL = 1, /* gda_op */
-  GDA_TAG_CHUNK_DATA = 2,  /* gda_chunk: put data into the landing zone */
-  GDA_TAG_CHUNK_MSG = 3,   /* gda_chunk: the message into the inbox */
-  GDA_TAG_COUNT = 4,       /* no object: inbox count / ack atomics */
-  GDA_TAG_REPLY = 5,       /* gda_chunk: a get's data back to its initiator */
+  CCO_GDA_TAG_DIRECT_DATA = 0, /* cco_gda_op */
+  CCO_GDA_TAG_DIRECT_SIGNAL = 1, /* cco_gda_op */
+  CCO_GDA_TAG_CHUNK_DATA = 2,  /* cco_gda_chunk: put data into the landing zone */
+  CCO_GDA_TAG_CHUNK_MSG = 3,   /* cco_gda_chunk: the message into the inbox */
+  CCO_GDA_TAG_COUNT = 4,       /* no object: inbox count / ack atomics */
+  CCO_GDA_TAG_REPLY = 5,       /* cco_gda_chunk: a get's data back to its initiator */
 };
-#define GDA_TAG(ptr, tag) ((void*)((uintptr_t)(ptr) | (uintptr_t)(tag)))
-#define GDA_TAG_OF(ctx) ((int)((uintptr_t)(ctx) & 7u))
-#define GDA_PTR_OF(ctx) ((void*)((uintptr_t)(ctx) & ~(uintptr_t)7u))
+#define CCO_GDA_TAG(ptr, tag) ((void*)((uintptr_t)(ptr) | (uintptr_t)(tag)))
+#define CCO_GDA_TAG_OF(ctx) ((int)((uintptr_t)(ctx) & 7u))
+#define CCO_GDA_PTR_OF(ctx) ((void*)((uintptr_t)(ctx) & ~(uintptr_t)7u))
 
 /* gda_proxy.c */
-ccoResult_t gda_proxy_start(cco_gda_proxy* px);
-void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res);
-void gda_op_complete(cco_gda_proxy* px, gda_op* op);
-void gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint64_t value);
-gda_win* gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes);
+ccoResult_t cco_gda_proxy_start(cco_gda_proxy* px);
+void cco_gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res);
+void cco_gda_op_complete(cco_gda_proxy* px, cco_gda_op* op);
+void cco_gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint64_t value);
+cco_gda_win* cco_gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes);
 /* Every post toward a peer passes its result through here (returned as is):
  * a peer that refuses every post for long is taken for dead. */
-ccoResult_t gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res);
+ccoResult_t cco_gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res);
 /* Probes a peer that owes us something (owed) and has been silent for a
  * while: an atomic add of 0 to the word at (rkey, off) there, which fails
  * toward a dead peer. *probeAt is the peer's timer (0: disarmed); *now is
  * read once per sweep (0: not yet). */
-void gda_probe_if_silent(cco_gda_proxy* px, int peer, bool owed, uint64_t* probeAt, cco_net_rkey rkey,
+void cco_gda_probe_if_silent(cco_gda_proxy* px, int peer, bool owed, uint64_t* probeAt, cco_net_rkey rkey,
                          uint64_t off, uint64_t* now);
 
-/* gda_staged.c */
-ccoResult_t gda_staged_create(cco_gda_proxy* px);
-void gda_staged_destroy(cco_gda_proxy* px);
+/* cco_gda_staged.c */
+ccoResult_t cco_gda_staged_create(cco_gda_proxy* px);
+void cco_gda_staged_destroy(cco_gda_proxy* px);
 /* [nRanks] keys of every rank's bounce region (this rank's filled by create). */
-cco_net_rkey* gda_staged_rkeys(cco_gda_proxy* px);
+cco_net_rkey* cco_gda_staged_rkeys(cco_gda_proxy* px);
 /* Starts or continues an op (called in ticket order each pass). */
-void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op);
+void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op);
 /* Completions of tagged engine operations of the staged path. */
-void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t res, int peer);
+void cco_gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t res, int peer);
 /* Everything else: copies done, acks, inboxes, posts waiting for room. */
-int gda_staged_poll(cco_gda_proxy* px);
+int cco_gda_staged_poll(cco_gda_proxy* px);
 
 #endif /* CCO_TRANSPORT_GDA_GDA_INTERNAL_H_ */

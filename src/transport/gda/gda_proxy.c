@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/idle.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "transport/gda/gda_internal.h"
 
-void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res) {
+void cco_gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res) {
   if (px->failure == ccoSuccess) px->failure = res;
 }
 
@@ -24,7 +24,7 @@ void gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res) {
  * wait forever. A peer that refuses every post this long is taken for dead. */
 #define GDA_REFUSED_NS (5ull * 1000000000ull)
 
-ccoResult_t gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res) {
+ccoResult_t cco_gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res) {
   if (!px->watch || peer < 0 || peer >= px->nRanks) return res;
   uint64_t* since = &px->watch[peer].refusedSince;
   if (*since == UINT64_MAX) return res; /* reported already */
@@ -37,7 +37,7 @@ ccoResult_t gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res) {
     *since = now;
   } else if (now - *since > GDA_REFUSED_NS) {
     *since = UINT64_MAX;
-    gda_proxy_fail(px, cco_error(px->comm, ccoRemoteError, CCO_SUBSYS_GDA,
+    cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoRemoteError, CCO_SUBSYS_GDA,
                                  "rank %d: rank %d refused every network operation for %llu s: its "
                                  "connection is gone (did it exit?)",
                                  px->rank, peer, GDA_REFUSED_NS / 1000000000ull));
@@ -45,15 +45,15 @@ ccoResult_t gda_post_result(cco_gda_proxy* px, int peer, ccoResult_t res) {
   return res;
 }
 
-gda_win* gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes) {
-  for (gda_win* w = px->wins; w; w = w->next)
+cco_gda_win* cco_gda_find_win(cco_gda_proxy* px, uint64_t offset, uint64_t bytes) {
+  for (cco_gda_win* w = px->wins; w; w = w->next)
     if (offset >= w->offset && offset - w->offset <= w->size && bytes <= w->size - (offset - w->offset))
       return w;
   return NULL;
 }
 
-void gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint64_t value) {
-  for (gda_state* st = px->states; st; st = st->next) {
+void cco_gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint64_t value) {
+  for (cco_gda_state* st = px->states; st; st = st->next) {
     if (st->id != stateId) continue;
     if (index < st->signalTotal) {
       __atomic_fetch_add(&st->signalsHost[index], value, __ATOMIC_RELEASE);
@@ -61,7 +61,7 @@ void gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint6
     }
     break;
   }
-  gda_proxy_fail(px, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+  cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                                "rank %d: a signal arrived for slot %u of device communicator %llu, "
                                "which does not exist here",
                                px->rank, index, (unsigned long long)stateId));
@@ -69,7 +69,7 @@ void gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, uint6
 
 /* Counts local completion once, then marks the op done (the ring's head
  * passes it when every earlier op is done too). */
-void gda_op_complete(cco_gda_proxy* px, gda_op* op) {
+void cco_gda_op_complete(cco_gda_proxy* px, cco_gda_op* op) {
   if (op->d.counter && !op->counted) {
     uint32_t c = op->d.counter - 1;
     __atomic_fetch_add(&op->ring->st->countersHost[c], 1, __ATOMIC_RELEASE);
@@ -78,27 +78,27 @@ void gda_op_complete(cco_gda_proxy* px, gda_op* op) {
   op->done = true;
 }
 
-static void op_fail(cco_gda_proxy* px, gda_op* op, ccoResult_t res) {
-  gda_proxy_fail(px, res);
+static void op_fail(cco_gda_proxy* px, cco_gda_op* op, ccoResult_t res) {
+  cco_gda_proxy_fail(px, res);
   op->outstanding = 0;
   op->issued = op->d.bytes;
-  gda_op_complete(px, op);
+  cco_gda_op_complete(px, op);
 }
 
 /* ---------------------------------------------------------- direct path */
 
 /* Retries on CCO_NET_BUSY happen on the next pass; returns false then. */
-static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
-  gda_state* st = op->ring->st;
+static bool direct_progress(cco_gda_proxy* px, cco_gda_op* op) {
+  cco_gda_state* st = op->ring->st;
   ccoGdaSlot* d = &op->d;
   ccoResult_t res = ccoSuccess;
   if (d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET || d->op == CCO_GDA_OP_PUT_VALUE) {
     if (!op->remoteWin) {
-      op->remoteWin = gda_find_win(px, d->remote, d->bytes);
-      if (d->op != CCO_GDA_OP_PUT_VALUE) op->localWin = gda_find_win(px, d->local, d->bytes);
+      op->remoteWin = cco_gda_find_win(px, d->remote, d->bytes);
+      if (d->op != CCO_GDA_OP_PUT_VALUE) op->localWin = cco_gda_find_win(px, d->local, d->bytes);
       if (!op->remoteWin || (d->op != CCO_GDA_OP_PUT_VALUE && !op->localWin) ||
           !op->remoteWin->has[d->peer]) {
-        op_fail(px, op, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+        op_fail(px, op, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                                   "rank %d: GDA op %u to rank %d: slot offsets %#llx / %#llx (+%llu "
                                   "bytes) are not inside windows registered here and there",
                                   px->rank, d->op, d->peer, (unsigned long long)d->remote,
@@ -106,7 +106,7 @@ static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
         return true;
       }
     }
-    gda_win* rw = op->remoteWin;
+    cco_gda_win* rw = op->remoteWin;
     cco_net_rkey rkey = rw->rkeys[d->peer];
     while (op->issued < d->bytes) {
       uint64_t len = d->bytes - op->issued;
@@ -115,15 +115,15 @@ static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
       if (d->op == CCO_GDA_OP_PUT_VALUE) {
         uint64_t* src = &st->values[(size_t)(op->ring - st->rings) * st->depth + (op->ticket & (st->depth - 1))];
         *src = d->local;
-        res = cco_net_write(px->net, d->peer, src, st->valuesMr, d->bytes, rkey, roff, GDA_TAG(op, 0));
+        res = cco_net_write(px->net, d->peer, src, st->valuesMr, d->bytes, rkey, roff, CCO_GDA_TAG(op, 0));
         len = d->bytes;
       } else {
         char* local = op->localWin->local + (d->local - op->localWin->offset) + op->issued;
         res = d->op == CCO_GDA_OP_PUT
-                  ? cco_net_write(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, GDA_TAG(op, 0))
-                  : cco_net_read(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, GDA_TAG(op, 0));
+                  ? cco_net_write(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, CCO_GDA_TAG(op, 0))
+                  : cco_net_read(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, CCO_GDA_TAG(op, 0));
       }
-      if (gda_post_result(px, d->peer, res) == CCO_NET_BUSY) return false;
+      if (cco_gda_post_result(px, d->peer, res) == CCO_NET_BUSY) return false;
       if (res != ccoSuccess) {
         op_fail(px, op, res);
         return true;
@@ -140,8 +140,8 @@ static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
       d->signalOp != ccoGdaSignalOpNone) {
     if (!op->signalSent) {
       res = cco_net_atomic_add(px->net, d->peer, d->signalValue, st->signalRkeys[d->peer],
-                               (uint64_t)d->signal * sizeof(uint64_t), GDA_TAG(op, GDA_TAG_DIRECT_SIGNAL));
-      if (gda_post_result(px, d->peer, res) == CCO_NET_BUSY) return false;
+                               (uint64_t)d->signal * sizeof(uint64_t), CCO_GDA_TAG(op, CCO_GDA_TAG_DIRECT_SIGNAL));
+      if (cco_gda_post_result(px, d->peer, res) == CCO_NET_BUSY) return false;
       if (res != ccoSuccess) {
         op_fail(px, op, res);
         return true;
@@ -152,24 +152,24 @@ static bool direct_progress(cco_gda_proxy* px, gda_op* op) {
     }
     if (op->outstanding) return true;
   }
-  gda_op_complete(px, op);
+  cco_gda_op_complete(px, op);
   return true;
 }
 
 static void on_completion(cco_gda_proxy* px, const cco_net_completion* c) {
-  int tag = GDA_TAG_OF(c->context);
-  void* obj = GDA_PTR_OF(c->context);
-  if (px->path == GDA_PATH_DIRECT && px->watch && c->peer >= 0 && c->peer < px->nRanks) {
-    gda_peer_watch* w = &px->watch[c->peer];
+  int tag = CCO_GDA_TAG_OF(c->context);
+  void* obj = CCO_GDA_PTR_OF(c->context);
+  if (px->path == CCO_GDA_PATH_DIRECT && px->watch && c->peer >= 0 && c->peer < px->nRanks) {
+    cco_gda_peer_watch* w = &px->watch[c->peer];
     w->probeAt = 0; /* heard from it: silence starts again */
-    if (tag != GDA_TAG_COUNT && w->inFlight) w->inFlight--;
+    if (tag != CCO_GDA_TAG_COUNT && w->inFlight) w->inFlight--;
   }
-  if (tag == GDA_TAG_COUNT && px->path == GDA_PATH_DIRECT) { /* a probe (direct_probe_silent) */
-    if (c->result != ccoSuccess) gda_proxy_fail(px, c->result);
+  if (tag == CCO_GDA_TAG_COUNT && px->path == CCO_GDA_PATH_DIRECT) { /* a probe (direct_probe_silent) */
+    if (c->result != ccoSuccess) cco_gda_proxy_fail(px, c->result);
     return;
   }
-  if (tag == GDA_TAG_DIRECT_DATA || tag == GDA_TAG_DIRECT_SIGNAL) {
-    gda_op* op = obj;
+  if (tag == CCO_GDA_TAG_DIRECT_DATA || tag == CCO_GDA_TAG_DIRECT_SIGNAL) {
+    cco_gda_op* op = obj;
     if (c->result != ccoSuccess) {
       op_fail(px, op, c->result);
       return;
@@ -177,19 +177,19 @@ static void on_completion(cco_gda_proxy* px, const cco_net_completion* c) {
     if (op->outstanding) op->outstanding--;
     return; /* the next pass moves the op on */
   }
-  gda_staged_on_completion(px, tag, obj, c->result, c->peer);
+  cco_gda_staged_on_completion(px, tag, obj, c->result, c->peer);
 }
 
 /* A peer can die with engine operations of ours in flight that then never
  * complete: tcp;ofi_rxm loses an atomic (a put's signal) whose response the
  * dead peer never sent. So while a peer owes us something and stays
  * silent for GDA_PROBE_NS, an atomic add of 0 to a word of ours there goes
- * out: toward a dead peer it fails, or is refused until gda_post_result
+ * out: toward a dead peer it fails, or is refused until cco_gda_post_result
  * gives up on the peer; either fails the communicator. The direct path
  * probes through signal slot 0, the staged path through its count word. */
 #define GDA_PROBE_NS 100000000ull
 
-void gda_probe_if_silent(cco_gda_proxy* px, int peer, bool owed, uint64_t* probeAt, cco_net_rkey rkey,
+void cco_gda_probe_if_silent(cco_gda_proxy* px, int peer, bool owed, uint64_t* probeAt, cco_net_rkey rkey,
                          uint64_t off, uint64_t* now) {
   if (!owed) {
     *probeAt = 0;
@@ -198,9 +198,9 @@ void gda_probe_if_silent(cco_gda_proxy* px, int peer, bool owed, uint64_t* probe
   if (!*now) *now = cco_now_ns();
   if (!*probeAt) *probeAt = *now + GDA_PROBE_NS;
   if (*now < *probeAt) return;
-  ccoResult_t res = cco_net_atomic_add(px->net, peer, 0, rkey, off, GDA_TAG(NULL, GDA_TAG_COUNT));
-  if (gda_post_result(px, peer, res) == CCO_NET_BUSY) return;
-  if (res != ccoSuccess) gda_proxy_fail(px, res);
+  ccoResult_t res = cco_net_atomic_add(px->net, peer, 0, rkey, off, CCO_GDA_TAG(NULL, CCO_GDA_TAG_COUNT));
+  if (cco_gda_post_result(px, peer, res) == CCO_NET_BUSY) return;
+  if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
   *probeAt = *now + GDA_PROBE_NS;
 }
 
@@ -208,13 +208,13 @@ static void direct_probe_silent(cco_gda_proxy* px) {
   if (!px->watch || !px->states) return;
   uint64_t now = 0;
   for (int p = 0; p < px->nRanks; p++)
-    gda_probe_if_silent(px, p, px->watch[p].inFlight != 0, &px->watch[p].probeAt, px->states->signalRkeys[p], 0,
+    cco_gda_probe_if_silent(px, p, px->watch[p].inFlight != 0, &px->watch[p].probeAt, px->states->signalRkeys[p], 0,
                         &now);
 }
 
 /* ------------------------------------------------------------------ rings */
 
-static ccoResult_t check_descriptor(cco_gda_proxy* px, const gda_state* st, const ccoGdaSlot* d) {
+static ccoResult_t check_descriptor(cco_gda_proxy* px, const cco_gda_state* st, const ccoGdaSlot* d) {
   const char* why = NULL;
   bool needsPeer = d->op != CCO_GDA_OP_FENCE && d->op != CCO_GDA_OP_COUNTER;
   if (d->op < CCO_GDA_OP_PUT || d->op > CCO_GDA_OP_FENCE) why = "unknown op";
@@ -226,7 +226,7 @@ static ccoResult_t check_descriptor(cco_gda_proxy* px, const gda_state* st, cons
   else if (d->op == CCO_GDA_OP_PUT_VALUE && d->bytes != 1 && d->bytes != 2 && d->bytes != 4 && d->bytes != 8)
     why = "bad put-value size";
   if (!why) return ccoSuccess;
-  return cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+  return cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                    "rank %d: GDA descriptor op %u to rank %d (signal %u, counter %u): %s", px->rank,
                    d->op, d->peer, d->signal, d->counter, why);
 }
@@ -234,7 +234,7 @@ static ccoResult_t check_descriptor(cco_gda_proxy* px, const gda_state* st, cons
 /* Takes the published descriptors of a ring: the written slots up to the
  * last doorbell, or every written slot when they fill the ring (then no
  * producer can ring, as they all wait for credits). */
-static int take(cco_gda_proxy* px, gda_ring* r) {
+static int take(cco_gda_proxy* px, cco_gda_ring* r) {
   uint32_t mask = r->depth - 1;
   while (r->scanned - r->head < r->depth) {
     ccoGdaSlot* s = &r->slots[r->scanned & mask];
@@ -245,7 +245,7 @@ static int take(cco_gda_proxy* px, gda_ring* r) {
   uint64_t upto = r->scanned - r->head == r->depth ? r->scanned : r->bell;
   int n = 0;
   for (; (int64_t)(upto - r->read) > 0; r->read++, n++) {
-    gda_op* op = &r->ops[r->read & mask];
+    cco_gda_op* op = &r->ops[r->read & mask];
     memset(op, 0, sizeof(*op));
     op->d = r->slots[r->read & mask];
     op->ring = r;
@@ -260,17 +260,17 @@ static int take(cco_gda_proxy* px, gda_ring* r) {
 /* Moves every op of the ring on, oldest first. The completed prefix
  * advances as it goes, so an op waiting for its predecessors (signal,
  * counter, fence) completes in the same pass as they do. */
-static int run_ring(cco_gda_proxy* px, gda_ring* r) {
+static int run_ring(cco_gda_proxy* px, cco_gda_ring* r) {
   int work = take(px, r);
   uint32_t mask = r->depth - 1;
   bool prefix = true;
   for (uint64_t t = r->head; t != r->read; t++) {
-    gda_op* op = &r->ops[t & mask];
+    cco_gda_op* op = &r->ops[t & mask];
     if (!op->done) {
-      if (px->path == GDA_PATH_DIRECT) {
+      if (px->path == CCO_GDA_PATH_DIRECT) {
         if (!direct_progress(px, op)) break; /* the engine is full: next pass */
       } else {
-        gda_staged_progress_op(px, op);
+        cco_gda_staged_progress_op(px, op);
       }
     }
     if (prefix && op->done) {
@@ -284,7 +284,7 @@ static int run_ring(cco_gda_proxy* px, gda_ring* r) {
 }
 
 /* Hands the completed prefix back: credits and flush, one store. */
-static int retire(gda_ring* r) {
+static int retire(cco_gda_ring* r) {
   uint32_t mask = r->depth - 1;
   uint64_t h = r->head;
   while (h != r->read && r->ops[h & mask].done) {
@@ -305,7 +305,7 @@ static int progress_engine(cco_gda_proxy* px) {
     int n = 0;
     ccoResult_t res = cco_net_progress(px->net, comps, 64, &n);
     if (res != ccoSuccess) {
-      gda_proxy_fail(px, res);
+      cco_gda_proxy_fail(px, res);
       return total;
     }
     for (int i = 0; i < n; i++) on_completion(px, &comps[i]);
@@ -332,7 +332,7 @@ static void* proxy_main(void* arg) {
     /* Each ring's head is handed back as soon as it moves: a flush of ops
      * that needed no network (or finished last pass) is not held up by
      * the engine's progress call, a system call on socket providers. */
-    for (gda_state* st = px->states; st; st = st->next)
+    for (cco_gda_state* st = px->states; st; st = st->next)
       for (int i = 0; i < st->nRings; i++) {
         work += run_ring(px, &st->rings[i]);
         work += retire(&st->rings[i]);
@@ -344,9 +344,9 @@ static void* proxy_main(void* arg) {
       lastEngine = t;
       work += done;
     }
-    if (px->path == GDA_PATH_STAGED) work += gda_staged_poll(px);
+    if (px->path == CCO_GDA_PATH_STAGED) work += cco_gda_staged_poll(px);
     else direct_probe_silent(px); /* not work: it must not keep the proxy from napping */
-    for (gda_state* st = px->states; st; st = st->next)
+    for (cco_gda_state* st = px->states; st; st = st->next)
       for (int i = 0; i < st->nRings; i++) work += retire(&st->rings[i]);
     ccoResult_t failure = px->failure;
     px->failure = ccoSuccess;
@@ -357,7 +357,7 @@ static void* proxy_main(void* arg) {
       failed = true;
       CCO_WARN(GDA, "rank %d: GDA proxy failed (%s); the communicator is aborted", px->rank,
                ccoGetErrorString(failure));
-      cco_comm_fail_async(px->comm, failure);
+      px->ctx->fail(px->ctx->owner, failure);
     }
     if (work) {
       idleSince = cco_now_ns();
@@ -370,10 +370,10 @@ static void* proxy_main(void* arg) {
   return NULL;
 }
 
-ccoResult_t gda_proxy_start(cco_gda_proxy* px) {
+ccoResult_t cco_gda_proxy_start(cco_gda_proxy* px) {
   atomic_init(&px->stop, false);
   if (pthread_create(&px->thread, NULL, proxy_main, px) != 0)
-    return cco_error(px->comm, ccoSystemError, CCO_SUBSYS_PROXY, "cannot start the GDA proxy thread");
+    return cco_error(px->ctx->err, ccoSystemError, CCO_SUBSYS_PROXY, "cannot start the GDA proxy thread");
   px->threadStarted = true;
   return ccoSuccess;
 }

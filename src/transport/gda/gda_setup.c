@@ -9,26 +9,29 @@
 #include <string.h>
 
 #include "cco/device/cco_gda_types.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "mem/symm.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "mem/mem.h"
 #include "transport/gda/gda_internal.h"
 
 #define GDA_LINE 64
 
-bool cco_gda_needed(const ccoComm* comm, uint32_t connectionType) {
+/* Whether a device communicator with this connection type needs the proxy
+ * here: some rank has a peer under it (FULL always; CROSSNODE and RAIL only
+ * with several hosts). Same answer on every rank. */
+static bool gda_needed(const cco_transport_ctx* ctx, uint32_t connectionType) {
   if (connectionType == CCO_GDA_CONNECTION_FULL) return true;
   if (connectionType == CCO_GDA_CONNECTION_NONE) return false;
-  return comm->topo.nNodes > 1;
+  return ctx->topo->nNodes > 1;
 }
 
-static void peer_table(const ccoComm* comm, uint32_t type, uint8_t* peers) {
-  const cco_topology* t = &comm->topo;
-  for (int r = 0; r < comm->nRanks; r++) {
+static void peer_table(const cco_transport_ctx* ctx, uint32_t type, uint8_t* peers) {
+  const cco_topology* t = ctx->topo;
+  for (int r = 0; r < ctx->nRanks; r++) {
     bool yes = type == CCO_GDA_CONNECTION_FULL ||
                (type == CCO_GDA_CONNECTION_CROSSNODE && t->nodeOf[r] != t->node) ||
-               (type == CCO_GDA_CONNECTION_RAIL && r != comm->rank && t->lsaRankOf[r] == t->lsaRank);
+               (type == CCO_GDA_CONNECTION_RAIL && r != ctx->rank && t->lsaRankOf[r] == t->lsaRank);
     peers[r] = yes ? 1 : 0;
   }
 }
@@ -45,42 +48,41 @@ typedef struct {
 /* Allgathers status + payload; returns the first failure (naming the rank)
  * or ccoSuccess on every rank. `all` has nRanks entries of `size` bytes,
  * each starting with an int32_t status; this rank's is filled. */
-static ccoResult_t agree(ccoComm* comm, void* all, size_t size, bool locked, const char* what) {
-  ccoResult_t res = locked ? cco_bootstrap_allgather(&comm->boot, comm, all, size)
-                           : ccoBootstrapAllGather(comm, (char*)all + (size_t)comm->rank * size, all, size);
+static ccoResult_t agree(const cco_transport_ctx* ctx, void* all, size_t size, bool locked, const char* what) {
+  ccoResult_t res = ctx->allgather(ctx->owner, all, size, locked);
   if (res != ccoSuccess) return res;
-  int32_t mine = *(int32_t*)((char*)all + (size_t)comm->rank * size);
+  int32_t mine = *(int32_t*)((char*)all + (size_t)ctx->rank * size);
   if (mine != ccoSuccess) return (ccoResult_t)mine;
-  for (int r = 0; r < comm->nRanks; r++)
+  for (int r = 0; r < ctx->nRanks; r++)
     if (*(int32_t*)((char*)all + (size_t)r * size) != ccoSuccess)
-      return cco_error(comm, ccoRemoteError, CCO_SUBSYS_GDA, "rank %d: %s failed on rank %d", comm->rank, what, r);
+      return cco_error(ctx->err, ccoRemoteError, CCO_SUBSYS_GDA, "rank %d: %s failed on rank %d", ctx->rank, what, r);
   return ccoSuccess;
 }
 
 /* -------------------------------------------------------------- windows */
 
-static void win_free(cco_gda_proxy* px, gda_win* w) {
+static void win_free(cco_gda_proxy* px, cco_gda_win* w) {
   if (w->mr) cco_net_mr_dereg(px->net, w->mr);
   free(w->rkeys);
   free(w->has);
   free(w);
 }
 
-static ccoResult_t win_new(cco_gda_proxy* px, uint64_t offset, uint64_t size, void* local, gda_win** out) {
-  gda_win* w = calloc(1, sizeof(*w));
+static ccoResult_t win_new(cco_gda_proxy* px, uint64_t offset, uint64_t size, void* local, cco_gda_win** out) {
+  cco_gda_win* w = calloc(1, sizeof(*w));
   if (w) {
     w->rkeys = calloc((size_t)px->nRanks, sizeof(cco_net_rkey));
     w->has = calloc((size_t)px->nRanks, 1);
   }
   if (!w || !w->rkeys || !w->has) {
     if (w) win_free(px, w);
-    return cco_error(px->comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+    return cco_error(px->ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   }
   w->offset = offset, w->size = size, w->local = local;
-  if (px->path == GDA_PATH_DIRECT) {
+  if (px->path == CCO_GDA_PATH_DIRECT) {
     cco_net_rkey rk;
     int access = CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE;
-    if (px->comm->mem.platform.kind == CCO_PLATFORM_CUDA) access |= CCO_NET_MEMORY_CUDA; /* windows live on the GPU */
+    if (px->ctx->platform->kind == CCO_PLATFORM_CUDA) access |= CCO_NET_MEMORY_CUDA; /* windows live on the GPU */
     ccoResult_t res = cco_net_mr_reg(px->net, local, size, access, &w->mr, &rk);
     if (res != ccoSuccess) {
       win_free(px, w);
@@ -100,47 +102,66 @@ typedef struct {
   cco_net_rkey rkey;
 } win_entry;
 
-/* Direct path, at proxy creation: registers every window there is, then
- * matches each with the peers' windows at the same offset. */
-static ccoResult_t register_existing(cco_gda_proxy* px) {
-  ccoComm* comm = px->comm;
-  cco_symm* m = &comm->mem;
-  int n = 0, cap = 0;
-  pthread_mutex_lock(&m->lock);
-  for (cco_window_rec* w = m->windows; w; w = w->next) cap++;
-  win_entry* mine = calloc((size_t)cap + 1, sizeof(win_entry));
-  ccoResult_t res = mine ? ccoSuccess : cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
-  for (cco_window_rec* w = m->windows; res == ccoSuccess && w; w = w->next) {
-    gda_win* g = NULL;
-    res = win_new(px, w->desc.offset, w->desc.size, w->localPtr, &g);
-    if (res != ccoSuccess) break;
-    g->next = px->wins;
-    px->wins = g;
-    mine[n++] = (win_entry){ccoSuccess, 0, g->offset, g->size, g->rkeys[px->rank]};
+/* Registers one existing window with the proxy (and, on the direct path,
+ * the engine) and notes it in `mine` (cco_mem_window_foreach callback). */
+typedef struct {
+  cco_gda_proxy* px;
+  win_entry* mine;
+  int n, cap;
+} existing_walk;
+
+static ccoResult_t add_existing(void* arg, const cco_window_info* info) {
+  existing_walk* walk = arg;
+  cco_gda_proxy* px = walk->px;
+  if (walk->n == walk->cap) {
+    int cap = walk->cap ? 2 * walk->cap : 16;
+    win_entry* grown = realloc(walk->mine, (size_t)cap * sizeof(win_entry));
+    if (!grown) return cco_error(px->ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+    walk->mine = grown, walk->cap = cap;
   }
-  pthread_mutex_unlock(&m->lock);
+  cco_gda_win* g = NULL;
+  CCO_CHECK(win_new(px, info->offset, info->size, info->localPtr, &g));
+  g->next = px->wins;
+  px->wins = g;
+  walk->mine[walk->n++] = (win_entry){ccoSuccess, 0, g->offset, g->size, g->rkeys[px->rank]};
+  return ccoSuccess;
+}
+
+/* At proxy creation: registers every window there is, then (direct path)
+ * matches each with the peers' windows at the same offset. The staged path
+ * needs the table only, to check addresses. */
+static ccoResult_t register_existing(cco_gda_proxy* px) {
+  const cco_transport_ctx* ctx = px->ctx;
+  existing_walk walk = {px, NULL, 0, 0};
+  ccoResult_t res = cco_mem_window_foreach(ctx->mem, add_existing, &walk);
+  if (px->path == CCO_GDA_PATH_STAGED) {
+    free(walk.mine);
+    return res;
+  }
+  int n = walk.n;
+  win_entry* mine = walk.mine;
   /* How many entries each rank sends, then the entries. */
-  int32_t* counts = calloc((size_t)comm->nRanks, 2 * sizeof(int32_t));
+  int32_t* counts = calloc((size_t)ctx->nRanks, 2 * sizeof(int32_t));
   if (!counts) res = ccoOutOfMemory;
   if (counts) {
-    counts[2 * comm->rank] = res;
-    counts[2 * comm->rank + 1] = n;
+    counts[2 * ctx->rank] = res;
+    counts[2 * ctx->rank + 1] = n;
   }
-  ccoResult_t agreed = counts ? agree(comm, counts, 2 * sizeof(int32_t), false, "GDA window registration") : res;
+  ccoResult_t agreed = counts ? agree(ctx, counts, 2 * sizeof(int32_t), false, "GDA window registration") : res;
   int most = 0;
-  for (int r = 0; agreed == ccoSuccess && r < comm->nRanks; r++)
+  for (int r = 0; agreed == ccoSuccess && r < ctx->nRanks; r++)
     if (counts[2 * r + 1] > most) most = counts[2 * r + 1];
   free(counts);
-  win_entry* all = agreed == ccoSuccess && most ? calloc((size_t)comm->nRanks * (size_t)most, sizeof(win_entry)) : NULL;
-  if (agreed == ccoSuccess && most && !all) agreed = cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  win_entry* all = agreed == ccoSuccess && most ? calloc((size_t)ctx->nRanks * (size_t)most, sizeof(win_entry)) : NULL;
+  if (agreed == ccoSuccess && most && !all) agreed = cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   if (all) {
-    memcpy(&all[(size_t)comm->rank * (size_t)most], mine, (size_t)n * sizeof(win_entry));
-    agreed = agree(comm, all, (size_t)most * sizeof(win_entry), false, "GDA window key exchange");
+    if (n) memcpy(&all[(size_t)ctx->rank * (size_t)most], mine, (size_t)n * sizeof(win_entry));
+    agreed = agree(ctx, all, (size_t)most * sizeof(win_entry), false, "GDA window key exchange");
   }
-  for (int r = 0; all && agreed == ccoSuccess && r < comm->nRanks; r++)
+  for (int r = 0; all && agreed == ccoSuccess && r < ctx->nRanks; r++)
     for (int i = 0; i < most; i++) {
       win_entry* e = &all[(size_t)r * (size_t)most + (size_t)i];
-      for (gda_win* g = px->wins; e->size && g; g = g->next)
+      for (cco_gda_win* g = px->wins; e->size && g; g = g->next)
         if (g->offset == e->offset && g->size == e->size) {
           g->rkeys[r] = e->rkey;
           g->has[r] = 1;
@@ -151,17 +172,18 @@ static ccoResult_t register_existing(cco_gda_proxy* px) {
   return agreed;
 }
 
-ccoResult_t cco_gda_window_added(ccoComm* comm, uint64_t offset, uint64_t size, void* localPtr) {
-  cco_gda_proxy* px = comm->gda;
+static ccoResult_t window_added(cco_gda_transport* gt, uint64_t offset, uint64_t size, void* localPtr) {
+  const cco_transport_ctx* ctx = gt->ctx;
+  cco_gda_proxy* px = gt->proxy;
   if (!px) return ccoSuccess;
-  gda_win* g = NULL;
-  win_entry* all = calloc((size_t)comm->nRanks, sizeof(win_entry));
-  if (!all) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  cco_gda_win* g = NULL;
+  win_entry* all = calloc((size_t)ctx->nRanks, sizeof(win_entry));
+  if (!all) return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   ccoResult_t res = win_new(px, offset, size, localPtr, &g);
-  all[comm->rank] = (win_entry){res, 0, offset, size, g ? g->rkeys[comm->rank] : (cco_net_rkey){0, 0}};
-  res = agree(comm, all, sizeof(win_entry), true, "GDA window registration");
+  all[ctx->rank] = (win_entry){res, 0, offset, size, g ? g->rkeys[ctx->rank] : (cco_net_rkey){0, 0}};
+  res = agree(ctx, all, sizeof(win_entry), true, "GDA window registration");
   if (res == ccoSuccess) {
-    for (int r = 0; r < comm->nRanks; r++) {
+    for (int r = 0; r < ctx->nRanks; r++) {
       g->rkeys[r] = all[r].rkey;
       g->has[r] = all[r].offset == offset && all[r].size == size;
     }
@@ -176,13 +198,13 @@ ccoResult_t cco_gda_window_added(ccoComm* comm, uint64_t offset, uint64_t size, 
   return res;
 }
 
-void cco_gda_window_removed(ccoComm* comm, uint64_t offset) {
-  cco_gda_proxy* px = comm->gda;
+static void window_removed(cco_gda_transport* gt, uint64_t offset) {
+  cco_gda_proxy* px = gt->proxy;
   if (!px) return;
   pthread_mutex_lock(&px->lock);
-  for (gda_win** it = &px->wins; *it; it = &(*it)->next)
+  for (cco_gda_win** it = &px->wins; *it; it = &(*it)->next)
     if ((*it)->offset == offset) {
-      gda_win* w = *it;
+      cco_gda_win* w = *it;
       *it = w->next;
       win_free(px, w);
       break;
@@ -193,30 +215,30 @@ void cco_gda_window_removed(ccoComm* comm, uint64_t offset) {
 /* ---------------------------------------------------------------- proxy */
 
 static ccoResult_t proxy_open(cco_gda_proxy* px, gda_hello* hello) {
-  ccoComm* comm = px->comm;
+  const cco_transport_ctx* ctx = px->ctx;
   int want = cco_env_enum(CCO_ENV_ID_CCO_GDA_PATH); /* auto, direct, staged */
-  bool gpu = comm->mem.platform.kind == CCO_PLATFORM_CUDA;
-  px->path = want == 2 || (want == 0 && gpu) ? GDA_PATH_STAGED : GDA_PATH_DIRECT;
+  bool gpu = ctx->platform->kind == CCO_PLATFORM_CUDA;
+  px->path = want == 2 || (want == 0 && gpu) ? CCO_GDA_PATH_STAGED : CCO_GDA_PATH_DIRECT;
   cco_net_config cfg;
   cco_net_config_from_env(&cfg);
-  cfg.needHmem = px->path == GDA_PATH_DIRECT && gpu;
-  cfg.hmemDevice = gpu ? comm->mem.platform.identity.device : 0;
+  cfg.needHmem = px->path == CCO_GDA_PATH_DIRECT && gpu;
+  cfg.hmemDevice = gpu ? ctx->platform->identity.device : 0;
   CCO_CHECK(cco_net_open(&cfg, &px->net));
   px->maxMsg = cco_net_max_msg(px->net);
   CCO_CHECK(cco_net_local_addr(px->net, hello->addr));
-  if (px->path == GDA_PATH_STAGED) {
-    CCO_CHECK(gda_staged_create(px));
-    hello->rkey = gda_staged_rkeys(px)[px->rank];
+  if (px->path == CCO_GDA_PATH_STAGED) {
+    CCO_CHECK(cco_gda_staged_create(px));
+    hello->rkey = cco_gda_staged_rkeys(px)[px->rank];
     hello->stagingBytes = (uint64_t)cco_env_int(CCO_ENV_ID_CCO_GDA_STAGING_BYTES);
   }
   return ccoSuccess;
 }
 
 static void proxy_release(cco_gda_proxy* px) {
-  gda_staged_destroy(px);
+  cco_gda_staged_destroy(px);
   free(px->watch);
   while (px->wins) {
-    gda_win* w = px->wins;
+    cco_gda_win* w = px->wins;
     px->wins = w->next;
     win_free(px, w);
   }
@@ -225,91 +247,82 @@ static void proxy_release(cco_gda_proxy* px) {
   free(px);
 }
 
-static ccoResult_t proxy_create(ccoComm* comm) {
+static ccoResult_t proxy_create(cco_gda_transport* gt) {
+  const cco_transport_ctx* ctx = gt->ctx;
   cco_gda_proxy* px = calloc(1, sizeof(*px));
-  gda_hello* all = calloc((size_t)comm->nRanks, sizeof(gda_hello));
-  uint8_t* addrs = calloc((size_t)comm->nRanks, CCO_NET_ADDR_MAX);
+  gda_hello* all = calloc((size_t)ctx->nRanks, sizeof(gda_hello));
+  uint8_t* addrs = calloc((size_t)ctx->nRanks, CCO_NET_ADDR_MAX);
   if (!px || !all || !addrs) {
     free(px), free(all), free(addrs);
-    return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+    return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   }
-  px->comm = comm;
-  px->rank = comm->rank;
-  px->nRanks = comm->nRanks;
-  px->slotBase = cco_symm_slot_base(&comm->mem, comm->mem.lsaRank);
-  px->watch = calloc((size_t)comm->nRanks, sizeof(gda_peer_watch)); /* NULL: no dead-peer checks */
+  px->ctx = ctx;
+  px->rank = ctx->rank;
+  px->nRanks = ctx->nRanks;
+  px->slotBase = cco_mem_slot_base(ctx->mem, ctx->mem->lsaRank);
+  px->watch = calloc((size_t)ctx->nRanks, sizeof(cco_gda_peer_watch)); /* NULL: no dead-peer checks */
   pthread_mutex_init(&px->lock, NULL);
-  gda_hello* me = &all[comm->rank];
+  gda_hello* me = &all[ctx->rank];
   me->status = proxy_open(px, me);
   me->path = px->path;
-  ccoResult_t res = agree(comm, all, sizeof(gda_hello), false, "opening the GDA network engine");
-  for (int r = 0; res == ccoSuccess && r < comm->nRanks; r++) {
+  ccoResult_t res = agree(ctx, all, sizeof(gda_hello), false, "opening the GDA network engine");
+  for (int r = 0; res == ccoSuccess && r < ctx->nRanks; r++) {
     if (all[r].path != me->path || all[r].stagingBytes != me->stagingBytes)
-      res = cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+      res = cco_error(ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                       "rank %d: ranks %d and %d disagree on the GDA path (%s vs %s) or "
                       "CCO_GDA_STAGING_BYTES (%llu vs %llu)",
-                      comm->rank, comm->rank, r, me->path ? "staged" : "direct", all[r].path ? "staged" : "direct",
+                      ctx->rank, ctx->rank, r, me->path ? "staged" : "direct", all[r].path ? "staged" : "direct",
                       (unsigned long long)me->stagingBytes, (unsigned long long)all[r].stagingBytes);
     memcpy(addrs + (size_t)r * CCO_NET_ADDR_MAX, all[r].addr, CCO_NET_ADDR_MAX);
-    if (px->staged) gda_staged_rkeys(px)[r] = all[r].rkey;
+    if (px->staged) cco_gda_staged_rkeys(px)[r] = all[r].rkey;
   }
-  if (res == ccoSuccess) res = cco_net_connect(px->net, comm->nRanks, addrs);
+  if (res == ccoSuccess) res = cco_net_connect(px->net, ctx->nRanks, addrs);
   int32_t ok[2] = {res, 0};
-  int32_t* oks = calloc((size_t)comm->nRanks, sizeof(ok));
+  int32_t* oks = calloc((size_t)ctx->nRanks, sizeof(ok));
   if (oks) {
-    memcpy(&oks[2 * comm->rank], ok, sizeof(ok));
-    ccoResult_t a = agree(comm, oks, sizeof(ok), false, "connecting the GDA network engine");
+    memcpy(&oks[2 * ctx->rank], ok, sizeof(ok));
+    ccoResult_t a = agree(ctx, oks, sizeof(ok), false, "connecting the GDA network engine");
     if (res == ccoSuccess) res = a;
     free(oks);
   } else if (res == ccoSuccess) {
-    res = cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+    res = cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   }
-  if (res == ccoSuccess && px->path == GDA_PATH_DIRECT) res = register_existing(px);
-  if (res == ccoSuccess && px->path == GDA_PATH_STAGED) {
-    /* The staged path still needs the window table, to check addresses. */
-    cco_symm* m = &comm->mem;
-    pthread_mutex_lock(&m->lock);
-    for (cco_window_rec* w = m->windows; res == ccoSuccess && w; w = w->next) {
-      gda_win* g = NULL;
-      res = win_new(px, w->desc.offset, w->desc.size, w->localPtr, &g);
-      if (res == ccoSuccess) g->next = px->wins, px->wins = g;
-    }
-    pthread_mutex_unlock(&m->lock);
-  }
-  if (res == ccoSuccess) res = gda_proxy_start(px);
+  if (res == ccoSuccess) res = register_existing(px);
+  if (res == ccoSuccess) res = cco_gda_proxy_start(px);
   free(all);
   free(addrs);
   if (res != ccoSuccess) {
     proxy_release(px);
     return res;
   }
-  comm->gda = px;
-  CCO_INFO(GDA, "rank %d: GDA proxy up, %s path, engine: %s", comm->rank,
-           px->path == GDA_PATH_STAGED ? "staged" : "direct", cco_net_describe(px->net));
+  gt->proxy = px;
+  CCO_INFO(GDA, "rank %d: GDA proxy up, %s path, engine: %s", ctx->rank,
+           px->path == CCO_GDA_PATH_STAGED ? "staged" : "direct", cco_net_describe(px->net));
   return ccoSuccess;
 }
 
-void cco_gda_proxy_stop(ccoComm* comm) {
-  cco_gda_proxy* px = comm->gda;
+static void proxy_stop(cco_gda_transport* gt) {
+  cco_gda_proxy* px = gt->proxy;
   if (!px || !px->threadStarted) return;
   atomic_store(&px->stop, true);
   pthread_join(px->thread, NULL);
   px->threadStarted = false;
 }
 
-void cco_gda_proxy_free(ccoComm* comm) {
-  cco_gda_proxy* px = comm->gda;
+static void proxy_free(cco_gda_transport* gt) {
+  cco_gda_proxy* px = gt->proxy;
   if (!px) return;
-  cco_gda_proxy_stop(comm);
+  proxy_stop(gt);
   proxy_release(px);
-  comm->gda = NULL;
+  gt->proxy = NULL;
 }
 
 /* ---------------------------------------------------------------- state */
 
-static void state_free(ccoComm* comm, gda_state* st) {
-  cco_platform* p = &comm->mem.platform;
-  cco_gda_proxy* px = comm->gda;
+static void state_free(cco_gda_transport* gt, cco_gda_state* st) {
+  const cco_transport_ctx* ctx = gt->ctx;
+  cco_platform* p = ctx->platform;
+  cco_gda_proxy* px = gt->proxy;
   if (px && st->signalsMr) cco_net_mr_dereg(px->net, st->signalsMr);
   if (px && st->valuesMr) cco_net_mr_dereg(px->net, st->valuesMr);
   void* descs[] = {st->tailsMem, st->contextsDev, st->peersDev, st->epochsDev, st->devState};
@@ -327,22 +340,23 @@ static void state_free(ccoComm* comm, gda_state* st) {
   free(st);
 }
 
-static ccoResult_t state_build(ccoComm* comm, gda_state* st, const ccoDevCommRequirements* reqs, uint64_t* devAddr,
+static ccoResult_t state_build(cco_gda_transport* gt, cco_gda_state* st, const ccoDevCommRequirements* reqs, uint64_t* devAddr,
                                cco_net_rkey* signalKey) {
-  cco_platform* p = &comm->mem.platform;
-  cco_gda_proxy* px = comm->gda;
+  const cco_transport_ctx* ctx = gt->ctx;
+  cco_platform* p = ctx->platform;
+  cco_gda_proxy* px = gt->proxy;
   uint32_t ctxs = reqs->gdaContextCount, depth = reqs->gdaQueueDepth;
   uint32_t barriers = reqs->railGdaBarrierCount + reqs->barrierCount;
   st->connectionType = reqs->gdaConnectionType;
   st->depth = depth;
   st->nRings = (int)ctxs;
   st->counterCount = reqs->gdaCounterCount;
-  st->signalTotal = reqs->gdaSignalCount + barriers * (uint32_t)comm->topo.teams[ccoTeamRail].nRanks;
-  st->rings = calloc(ctxs, sizeof(gda_ring));
-  st->peers = calloc((size_t)comm->nRanks, 1);
-  st->signalRkeys = calloc((size_t)comm->nRanks, sizeof(cco_net_rkey));
-  if (!st->rings || !st->peers || !st->signalRkeys) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
-  peer_table(comm, st->connectionType, st->peers);
+  st->signalTotal = reqs->gdaSignalCount + barriers * (uint32_t)ctx->topo->teams[ccoTeamRail].nRanks;
+  st->rings = calloc(ctxs, sizeof(cco_gda_ring));
+  st->peers = calloc((size_t)ctx->nRanks, 1);
+  st->signalRkeys = calloc((size_t)ctx->nRanks, sizeof(cco_net_rkey));
+  if (!st->rings || !st->peers || !st->signalRkeys) return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  peer_table(ctx, st->connectionType, st->peers);
   uint64_t slotsDev = 0, headsDev = 0, signalsDev = 0, countersDev = 0;
   CCO_CHECK(p->ops->hostmap_alloc(p, (size_t)ctxs * depth * sizeof(ccoGdaSlot), &st->slotsMem, &slotsDev));
   CCO_CHECK(p->ops->hostmap_alloc(p, (size_t)ctxs * GDA_LINE, &st->headsMem, &headsDev));
@@ -352,11 +366,11 @@ static ccoResult_t state_build(ccoComm* comm, gda_state* st, const ccoDevCommReq
   st->countersHost = st->countersMem;
   CCO_CHECK(cco_platform_desc_alloc_zeroed(p, (size_t)ctxs * GDA_LINE, &st->tailsMem));
   CCO_CHECK(cco_platform_desc_alloc_zeroed(p, ((size_t)barriers + 1) * 8, &st->epochsDev));
-  CCO_CHECK(p->ops->desc_alloc(p, (size_t)comm->nRanks, &st->peersDev));
-  CCO_CHECK(p->ops->copy_to_device(p, st->peersDev, st->peers, (size_t)comm->nRanks));
-  if (px->path == GDA_PATH_DIRECT) {
+  CCO_CHECK(p->ops->desc_alloc(p, (size_t)ctx->nRanks, &st->peersDev));
+  CCO_CHECK(p->ops->copy_to_device(p, st->peersDev, st->peers, (size_t)ctx->nRanks));
+  if (px->path == CCO_GDA_PATH_DIRECT) {
     st->values = calloc((size_t)ctxs * depth, sizeof(uint64_t));
-    if (!st->values) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+    if (!st->values) return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
     cco_net_rkey unused;
     CCO_CHECK(cco_net_mr_reg(px->net, st->values, (size_t)ctxs * depth * sizeof(uint64_t), CCO_NET_ACCESS_LOCAL,
                              &st->valuesMr, &unused));
@@ -366,14 +380,14 @@ static ccoResult_t state_build(ccoComm* comm, gda_state* st, const ccoDevCommReq
   ccoGdaContextDev table[CCO_GDA_MAX_CONTEXTS];
   memset(table, 0, sizeof(table));
   for (uint32_t i = 0; i < ctxs; i++) {
-    gda_ring* r = &st->rings[i];
+    cco_gda_ring* r = &st->rings[i];
     r->st = st;
     r->context = (int)i;
     r->depth = depth;
     r->slots = (ccoGdaSlot*)st->slotsMem + (size_t)i * depth;
     r->headHost = (uint64_t*)((char*)st->headsMem + (size_t)i * GDA_LINE);
-    r->ops = calloc(depth, sizeof(gda_op));
-    if (!r->ops) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+    r->ops = calloc(depth, sizeof(cco_gda_op));
+    if (!r->ops) return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
     table[i].slots = slotsDev + (uint64_t)i * depth * sizeof(ccoGdaSlot);
     table[i].tail = (uint64_t)(uintptr_t)st->tailsMem + (uint64_t)i * GDA_LINE;
     table[i].head = headsDev + (uint64_t)i * GDA_LINE;
@@ -386,7 +400,7 @@ static ccoResult_t state_build(ccoComm* comm, gda_state* st, const ccoDevCommReq
   dev.queueDepth = depth;
   dev.signalCount = reqs->gdaSignalCount;
   dev.counterCount = reqs->gdaCounterCount;
-  dev.worldSize = comm->nRanks;
+  dev.worldSize = ctx->nRanks;
   dev.connectionType = reqs->gdaConnectionType;
   dev.teamKind = reqs->gdaConnectionType == CCO_GDA_CONNECTION_FULL   ? ccoTeamWorld
                  : reqs->gdaConnectionType == CCO_GDA_CONNECTION_RAIL ? ccoTeamRail
@@ -409,29 +423,30 @@ typedef struct {
   cco_net_rkey signals;
 } state_hello;
 
-ccoResult_t cco_gda_state_create(ccoComm* comm, uint64_t id, const ccoDevCommRequirements* reqs, gda_state** out,
-                                 uint64_t* devAddr) {
-  if (!comm->gda) CCO_CHECK(proxy_create(comm));
-  cco_gda_proxy* px = comm->gda;
-  gda_state* st = calloc(1, sizeof(*st));
-  state_hello* all = calloc((size_t)comm->nRanks, sizeof(state_hello));
-  ccoResult_t res = st && all ? ccoSuccess : cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+static ccoResult_t state_create(cco_gda_transport* gt, uint64_t id, const ccoDevCommRequirements* reqs,
+                                cco_gda_state** out, uint64_t* devAddr) {
+  const cco_transport_ctx* ctx = gt->ctx;
+  if (!gt->proxy) CCO_CHECK(proxy_create(gt));
+  cco_gda_proxy* px = gt->proxy;
+  cco_gda_state* st = calloc(1, sizeof(*st));
+  state_hello* all = calloc((size_t)ctx->nRanks, sizeof(state_hello));
+  ccoResult_t res = st && all ? ccoSuccess : cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   if (st) st->id = id;
-  pthread_mutex_lock(&comm->mem.lock);
-  if (res == ccoSuccess) res = state_build(comm, st, reqs, devAddr, &all[comm->rank].signals);
-  pthread_mutex_unlock(&comm->mem.lock);
+  pthread_mutex_lock(&ctx->mem->lock);
+  if (res == ccoSuccess) res = state_build(gt, st, reqs, devAddr, &all[ctx->rank].signals);
+  pthread_mutex_unlock(&ctx->mem->lock);
   if (all) {
-    all[comm->rank].status = res;
-    res = agree(comm, all, sizeof(state_hello), false, "creating the GDA state");
+    all[ctx->rank].status = res;
+    res = agree(ctx, all, sizeof(state_hello), false, "creating the GDA state");
   }
   if (res == ccoSuccess)
-    for (int r = 0; r < comm->nRanks; r++) st->signalRkeys[r] = all[r].signals;
+    for (int r = 0; r < ctx->nRanks; r++) st->signalRkeys[r] = all[r].signals;
   free(all);
   if (res != ccoSuccess) {
     if (st) {
-      pthread_mutex_lock(&comm->mem.lock);
-      state_free(comm, st);
-      pthread_mutex_unlock(&comm->mem.lock);
+      pthread_mutex_lock(&ctx->mem->lock);
+      state_free(gt, st);
+      pthread_mutex_unlock(&ctx->mem->lock);
     }
     return res;
   }
@@ -441,21 +456,77 @@ ccoResult_t cco_gda_state_create(ccoComm* comm, uint64_t id, const ccoDevCommReq
   pthread_mutex_unlock(&px->lock);
   *out = st;
   CCO_INFO(GDA, "rank %d: GDA state of device communicator %llu: %d contexts x %u slots, %u signals, %u counters",
-           comm->rank, (unsigned long long)id, st->nRings, st->depth, reqs->gdaSignalCount, st->counterCount);
+           ctx->rank, (unsigned long long)id, st->nRings, st->depth, reqs->gdaSignalCount, st->counterCount);
   return ccoSuccess;
 }
 
-void cco_gda_state_destroy(ccoComm* comm, gda_state* st) {
+static void state_destroy(cco_gda_transport* gt, cco_gda_state* st) {
   if (!st) return;
-  cco_gda_proxy* px = comm->gda;
+  cco_gda_proxy* px = gt->proxy;
   if (px) {
     pthread_mutex_lock(&px->lock);
-    for (gda_state** it = &px->states; *it; it = &(*it)->next)
+    for (cco_gda_state** it = &px->states; *it; it = &(*it)->next)
       if (*it == st) {
         *it = st->next;
         break;
       }
     pthread_mutex_unlock(&px->lock);
   }
-  state_free(comm, st);
+  state_free(gt, st);
 }
+
+/* ------------------------------------------------------ transport interface */
+
+static ccoResult_t gda_start(const cco_transport_ctx* ctx, void** state) {
+  cco_gda_transport* gt = calloc(1, sizeof(*gt));
+  if (!gt) return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  gt->ctx = ctx;
+  *state = gt;
+  return ccoSuccess;
+}
+
+static ccoResult_t gda_devcomm_create(void* state, const cco_devcomm_setup* setup, ccoDevComm* dc,
+                                      void** devState) {
+  cco_gda_transport* gt = state;
+  const ccoDevCommRequirements* reqs = setup->reqs;
+  dc->gdaConnectionType = reqs->gdaConnectionType;
+  dc->gdaContextCount = reqs->gdaContextCount;
+  dc->gdaSignalCount = reqs->gdaSignalCount;
+  dc->gdaCounterCount = reqs->gdaCounterCount;
+  dc->gdaQueueDepth = reqs->gdaQueueDepth;
+  *devState = NULL;
+  if (!gda_needed(gt->ctx, reqs->gdaConnectionType)) return ccoSuccess;
+  cco_gda_state* st = NULL;
+  CCO_CHECK(state_create(gt, setup->id, reqs, &st, &dc->gda));
+  *devState = st;
+  return ccoSuccess;
+}
+
+static void gda_devcomm_destroy(void* state, void* devState) { state_destroy(state, devState); }
+
+static ccoResult_t gda_window_added(void* state, const cco_window_info* win) {
+  return window_added(state, win->offset, win->size, win->localPtr);
+}
+
+static void gda_window_removed(void* state, const cco_window_info* win) {
+  window_removed(state, win->offset);
+}
+
+static void gda_stop(void* state) { proxy_stop(state); }
+
+static void gda_destroy(void* state) {
+  proxy_free(state);
+  free(state);
+}
+
+const cco_transport_ops cco_gda_transport_ops = {
+    .name = "gda",
+    .start = gda_start,
+    .devcomm_collective = true,
+    .devcomm_create = gda_devcomm_create,
+    .devcomm_destroy = gda_devcomm_destroy,
+    .window_added = gda_window_added,
+    .window_removed = gda_window_removed,
+    .stop = gda_stop,
+    .destroy = gda_destroy,
+};

@@ -28,10 +28,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/env.h"
-#include "core/error.h"
-#include "core/idle.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "transport/gda/gda_internal.h"
 
 #define GDA_INBOX_SLOTS 256u /* messages in flight per (source, target) */
@@ -68,20 +68,20 @@ typedef struct {
 enum { CH_PUT, CH_PUT_VALUE, CH_SIGNAL, CH_GET, CH_RX_PUT, CH_RX_GET };
 enum { ST_COPYING, ST_SEND_DATA, ST_DATA, ST_SEND_MSG, ST_MSG, ST_WRITTEN, ST_SEND_REPLY, ST_REPLY };
 
-typedef struct gda_chunk {
+typedef struct cco_gda_chunk {
   int kind, state, peer;
   bool signals; /* rx: apply the message's signal when the copy is done */
   uint64_t msg; /* message number (ours to peer, or peer's to us) */
   uint32_t run; /* tx: messages this chunk's message write carries (its own and the next ones) */
-  gda_op* op;   /* tx */
+  cco_gda_op* op;   /* tx */
   uint64_t len;
   uint64_t outOff;  /* piece of the out area, or UINT64_MAX */
   uint64_t zoneOff; /* landing offset at the target (put), reply offset (get) */
   uint64_t local;   /* tx get: local slot offset of the data */
   gda_msg m;        /* rx: the message */
   uint64_t jobSeq;
-  struct gda_chunk* next;
-} gda_chunk;
+  struct cco_gda_chunk* next;
+} cco_gda_chunk;
 
 /* Copies in stream order, issued in batches: a pass's copies go out in
  * one driver call, its 8-byte values in one batch of stream writes that
@@ -94,7 +94,7 @@ typedef struct {
   uint64_t* doneHost;
   uint64_t doneDev;
   uint64_t issued; /* batches issued; the open batch is issued + 1 */
-  gda_chunk *first, *last;
+  cco_gda_chunk *first, *last;
   int nCopies, nValues, nJobs;
   uint64_t copyDst[GDA_BATCH], copySrc[GDA_BATCH];
   size_t copyBytes[GDA_BATCH];
@@ -105,7 +105,7 @@ typedef struct {
   uint64_t msgSeq, published, ackSeen;
   uint64_t probeAt; /* when to probe the peer (ns); 0 while it owes no acks */
   bool written[GDA_INBOX_SLOTS];
-  gda_chunk* meta[GDA_INBOX_SLOTS];
+  cco_gda_chunk* meta[GDA_INBOX_SLOTS];
   fifo_alloc land;
 } gda_tx;
 
@@ -114,7 +114,7 @@ typedef struct {
   bool done[GDA_INBOX_SLOTS];
 } gda_rx;
 
-struct gda_staged {
+struct cco_gda_staged {
   char* mem;
   uint64_t memDev;
   size_t memBytes;
@@ -128,9 +128,9 @@ struct gda_staged {
   gda_fifo txq, rxq;
   gda_tx* tx;
   gda_rx* rx;
-  gda_chunk* pool;
-  gda_chunk* freeList;
-  gda_chunk *readyFirst, *readyLast;
+  cco_gda_chunk* pool;
+  cco_gda_chunk* freeList;
+  cco_gda_chunk *readyFirst, *readyLast;
 };
 
 /* ------------------------------------------------------------ allocators */
@@ -178,8 +178,8 @@ static void fifo_free(fifo_alloc* f, uint64_t off) {
 
 /* ------------------------------------------------------------------ jobs */
 
-static gda_chunk* chunk_new(gda_staged* s) {
-  gda_chunk* c = s->freeList;
+static cco_gda_chunk* chunk_new(cco_gda_staged* s) {
+  cco_gda_chunk* c = s->freeList;
   if (!c) return NULL;
   s->freeList = c->next;
   memset(c, 0, sizeof(*c));
@@ -187,12 +187,12 @@ static gda_chunk* chunk_new(gda_staged* s) {
   return c;
 }
 
-static void chunk_free(gda_staged* s, gda_chunk* c) {
+static void chunk_free(cco_gda_staged* s, cco_gda_chunk* c) {
   c->next = s->freeList;
   s->freeList = c;
 }
 
-static void ready_push(gda_staged* s, gda_chunk* c) {
+static void ready_push(cco_gda_staged* s, cco_gda_chunk* c) {
   c->next = NULL;
   if (s->readyLast) s->readyLast->next = c;
   else s->readyFirst = c;
@@ -203,7 +203,7 @@ static void ready_push(gda_staged* s, gda_chunk* c) {
  * themselves), then its values and its number, in stream order. */
 static ccoResult_t batch_issue(cco_gda_proxy* px, gda_fifo* q) {
   if (!q->nJobs) return ccoSuccess;
-  cco_platform* p = &px->comm->mem.platform;
+  cco_platform* p = px->ctx->platform;
   ccoResult_t res = ccoSuccess;
   if (q->nCopies == 1)
     res = p->ops->copy_async(p, q->stream, q->copyDst[0], q->copySrc[0], q->copyBytes[0]);
@@ -224,7 +224,7 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) { ret
  * point), or, with `value` set, an 8-byte store. A job whose destination
  * overlaps one already in the batch starts a new batch, so later writes to
  * the same bytes land later. */
-static ccoResult_t job_add(cco_gda_proxy* px, gda_fifo* q, gda_chunk* c, uint64_t dst, uint64_t src, uint64_t bytes,
+static ccoResult_t job_add(cco_gda_proxy* px, gda_fifo* q, cco_gda_chunk* c, uint64_t dst, uint64_t src, uint64_t bytes,
                            const uint64_t* value) {
   bool clash = q->nCopies == GDA_BATCH || q->nValues == GDA_BATCH;
   for (int i = 0; !clash && bytes && i < q->nCopies; i++) clash = overlaps(dst, bytes, q->copyDst[i], q->copyBytes[i]);
@@ -248,7 +248,7 @@ static ccoResult_t job_add(cco_gda_proxy* px, gda_fifo* q, gda_chunk* c, uint64_
   return ccoSuccess;
 }
 
-static ccoResult_t job(cco_gda_proxy* px, gda_fifo* q, gda_chunk* c, uint64_t dst, uint64_t src, uint64_t bytes) {
+static ccoResult_t job(cco_gda_proxy* px, gda_fifo* q, cco_gda_chunk* c, uint64_t dst, uint64_t src, uint64_t bytes) {
   return job_add(px, q, c, dst, src, bytes, NULL);
 }
 
@@ -256,9 +256,9 @@ static uint64_t local_addr(cco_gda_proxy* px, uint64_t slotOff) {
   return (uint64_t)(uintptr_t)(px->slotBase + slotOff);
 }
 
-static uint64_t bounce(gda_staged* s, uint64_t off) { return (uint64_t)(uintptr_t)(s->mem + off); }
+static uint64_t bounce(cco_gda_staged* s, uint64_t off) { return (uint64_t)(uintptr_t)(s->mem + off); }
 
-static uint64_t inbox_slot(gda_staged* s, int source, uint64_t msg) {
+static uint64_t inbox_slot(cco_gda_staged* s, int source, uint64_t msg) {
   return s->inboxOff + ((uint64_t)source * GDA_INBOX_SLOTS + (msg % GDA_INBOX_SLOTS)) * sizeof(gda_msg);
 }
 
@@ -266,19 +266,19 @@ static uint64_t inbox_slot(gda_staged* s, int source, uint64_t msg) {
 
 /* An op is complete once every message it needs exists (allSent) and
  * each has finished. */
-static void tx_chunk_done(cco_gda_proxy* px, gda_chunk* c) {
-  gda_op* op = c->op;
+static void tx_chunk_done(cco_gda_proxy* px, cco_gda_chunk* c) {
+  cco_gda_op* op = c->op;
   chunk_free(px->staged, c);
   if (op->outstanding) op->outstanding--;
-  if (!op->outstanding && op->allSent && !op->done) gda_op_complete(px, op);
+  if (!op->outstanding && op->allSent && !op->done) cco_gda_op_complete(px, op);
 }
 
 /* A new message to `peer` (ours to fill), or NULL when its inbox is full. */
-static gda_chunk* tx_open(cco_gda_proxy* px, gda_op* op, int kind) {
-  gda_staged* s = px->staged;
+static cco_gda_chunk* tx_open(cco_gda_proxy* px, cco_gda_op* op, int kind) {
+  cco_gda_staged* s = px->staged;
   gda_tx* t = &s->tx[op->d.peer];
   if (t->msgSeq - t->ackSeen >= GDA_INBOX_SLOTS) return NULL;
-  gda_chunk* c = chunk_new(s);
+  cco_gda_chunk* c = chunk_new(s);
   if (!c) return NULL;
   c->kind = kind;
   c->peer = op->d.peer;
@@ -286,8 +286,8 @@ static gda_chunk* tx_open(cco_gda_proxy* px, gda_op* op, int kind) {
   return c;
 }
 
-static gda_msg* tx_commit(cco_gda_proxy* px, gda_chunk* c) {
-  gda_staged* s = px->staged;
+static gda_msg* tx_commit(cco_gda_proxy* px, cco_gda_chunk* c) {
+  cco_gda_staged* s = px->staged;
   gda_tx* t = &s->tx[c->peer];
   c->msg = t->msgSeq++;
   t->meta[c->msg % GDA_INBOX_SLOTS] = c;
@@ -300,27 +300,27 @@ static gda_msg* tx_commit(cco_gda_proxy* px, gda_chunk* c) {
   return m;
 }
 
-static void tx_fail(cco_gda_proxy* px, gda_op* op, ccoResult_t res) {
-  gda_proxy_fail(px, res);
+static void tx_fail(cco_gda_proxy* px, cco_gda_op* op, ccoResult_t res) {
+  cco_gda_proxy_fail(px, res);
   op->issued = op->d.bytes;
   op->allSent = true;
-  if (!op->outstanding) gda_op_complete(px, op);
+  if (!op->outstanding) cco_gda_op_complete(px, op);
 }
 
-void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op) {
-  gda_staged* s = px->staged;
+void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
+  cco_gda_staged* s = px->staged;
   ccoGdaSlot* d = &op->d;
   if (op->done) return;
   if (d->op == CCO_GDA_OP_COUNTER || d->op == CCO_GDA_OP_FENCE) {
-    if (op->ring->head == op->ticket) gda_op_complete(px, op);
+    if (op->ring->head == op->ticket) cco_gda_op_complete(px, op);
     return;
   }
   if (op->allSent) return; /* every message of the op exists: acks finish it */
   if (d->op == CCO_GDA_OP_SIGNAL && op->ring->head != op->ticket) return;
   if (!op->localWin && (d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET)) {
-    op->localWin = gda_find_win(px, d->local, d->bytes);
+    op->localWin = cco_gda_find_win(px, d->local, d->bytes);
     if (!op->localWin) {
-      tx_fail(px, op, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+      tx_fail(px, op, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                                 "rank %d: GDA op %u to rank %d: local slot offset %#llx (+%llu bytes) "
                                 "is not inside a window of this rank",
                                 px->rank, d->op, d->peer, (unsigned long long)d->local,
@@ -332,13 +332,13 @@ void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op) {
   if ((d->op == CCO_GDA_OP_PUT && d->bytes == 0 && d->signalOp == ccoGdaSignalOpNone) ||
       (d->op == CCO_GDA_OP_GET && d->bytes == 0)) {
     op->allSent = true;
-    gda_op_complete(px, op); /* nothing to move */
+    cco_gda_op_complete(px, op); /* nothing to move */
     return;
   }
   for (;;) {
     uint64_t left = d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET ? d->bytes - op->issued : 0;
     uint64_t len = left < s->chunk ? left : s->chunk;
-    gda_chunk* c = tx_open(px, op, d->op == CCO_GDA_OP_PUT        ? CH_PUT
+    cco_gda_chunk* c = tx_open(px, op, d->op == CCO_GDA_OP_PUT        ? CH_PUT
                                    : d->op == CCO_GDA_OP_GET      ? CH_GET
                                    : d->op == CCO_GDA_OP_PUT_VALUE ? CH_PUT_VALUE
                                                                   : CH_SIGNAL);
@@ -380,7 +380,7 @@ void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op) {
       op->localLeft++;
       ccoResult_t res = job(px, &s->txq, c, bounce(s, s->outOff + c->outOff),
                             local_addr(px, d->local + op->issued), len);
-      if (res != ccoSuccess) gda_proxy_fail(px, res);
+      if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
     } else {
       c->state = ST_SEND_MSG;
       ready_push(s, c);
@@ -395,58 +395,58 @@ void gda_staged_progress_op(cco_gda_proxy* px, gda_op* op) {
 
 /* Posts what is ready; stops at the first busy engine. */
 static int post_ready(cco_gda_proxy* px) {
-  gda_staged* s = px->staged;
+  cco_gda_staged* s = px->staged;
   int n = 0;
   while (s->readyFirst) {
-    gda_chunk* c = s->readyFirst;
+    cco_gda_chunk* c = s->readyFirst;
     ccoResult_t res;
     if (c->state == ST_SEND_DATA) {
       res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
                           s->landOff + (uint64_t)px->rank * s->landBytes + c->zoneOff,
-                          GDA_TAG(c, GDA_TAG_CHUNK_DATA));
+                          CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_DATA));
     } else if (c->state == ST_SEND_MSG) {
       /* Messages ready back to back for the same peer sit in consecutive
        * slots at both ends: one write carries the whole run (up to the
        * ring's wrap), which is what makes small ops cheap. */
       c->run = 1;
-      for (gda_chunk* x = c->next; x && x->state == ST_SEND_MSG && x->peer == c->peer && x->msg == c->msg + c->run &&
+      for (cco_gda_chunk* x = c->next; x && x->state == ST_SEND_MSG && x->peer == c->peer && x->msg == c->msg + c->run &&
                                    x->msg % GDA_INBOX_SLOTS != 0;
            x = x->next)
         c->run++;
       uint64_t src = s->msgOutOff + ((uint64_t)c->peer * GDA_INBOX_SLOTS + c->msg % GDA_INBOX_SLOTS) * sizeof(gda_msg);
       res = cco_net_write(px->net, c->peer, s->mem + src, s->mr, c->run * sizeof(gda_msg), s->rkeys[c->peer],
-                          inbox_slot(s, px->rank, c->msg), GDA_TAG(c, GDA_TAG_CHUNK_MSG));
+                          inbox_slot(s, px->rank, c->msg), CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_MSG));
     } else { /* ST_SEND_REPLY */
       res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
-                          s->replyOff + c->m.zoneOff, GDA_TAG(c, GDA_TAG_REPLY));
+                          s->replyOff + c->m.zoneOff, CCO_GDA_TAG(c, CCO_GDA_TAG_REPLY));
     }
-    if (gda_post_result(px, c->peer, res) == CCO_NET_BUSY) break;
+    if (cco_gda_post_result(px, c->peer, res) == CCO_NET_BUSY) break;
     uint32_t taken = c->state == ST_SEND_MSG ? c->run : 1;
     int next = c->state == ST_SEND_DATA ? ST_DATA : c->state == ST_SEND_MSG ? ST_MSG : ST_REPLY;
     for (uint32_t i = 0; i < taken; i++) { /* the run's chunks leave the ready list together */
-      gda_chunk* x = s->readyFirst;
+      cco_gda_chunk* x = s->readyFirst;
       s->readyFirst = x->next;
       x->state = next;
     }
     if (!s->readyFirst) s->readyLast = NULL;
     n++;
-    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
   }
   return n;
 }
 
 /* Adds delta to this rank's word of a per-rank array (counts, acks) in the
- * peer's bounce region; the result has been through gda_post_result. */
+ * peer's bounce region; the result has been through cco_gda_post_result. */
 static ccoResult_t add_to_peer_word(cco_gda_proxy* px, int peer, uint64_t delta, uint64_t arrayOff) {
-  gda_staged* s = px->staged;
+  cco_gda_staged* s = px->staged;
   ccoResult_t res = cco_net_atomic_add(px->net, peer, delta, s->rkeys[peer],
-                                       arrayOff + (uint64_t)px->rank * sizeof(uint64_t), GDA_TAG(NULL, GDA_TAG_COUNT));
-  return gda_post_result(px, peer, res);
+                                       arrayOff + (uint64_t)px->rank * sizeof(uint64_t), CCO_GDA_TAG(NULL, CCO_GDA_TAG_COUNT));
+  return cco_gda_post_result(px, peer, res);
 }
 
 /* Tells each target how many of our messages are written, in order. */
 static int publish(cco_gda_proxy* px) {
-  gda_staged* s = px->staged;
+  cco_gda_staged* s = px->staged;
   int n = 0;
   for (int p = 0; p < px->nRanks; p++) {
     gda_tx* t = &s->tx[p];
@@ -455,7 +455,7 @@ static int publish(cco_gda_proxy* px) {
     if (upto == t->published) continue;
     ccoResult_t res = add_to_peer_word(px, p, upto - t->published, s->countOff);
     if (res == CCO_NET_BUSY) break;
-    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
     for (uint64_t k = t->published; k != upto; k++) t->written[k % GDA_INBOX_SLOTS] = false;
     t->published = upto;
     n++;
@@ -466,19 +466,19 @@ static int publish(cco_gda_proxy* px) {
 /* Acks from targets: free landing space, finish put-like chunks, copy get
  * replies in. */
 static int take_acks(cco_gda_proxy* px) {
-  gda_staged* s = px->staged;
+  cco_gda_staged* s = px->staged;
   int n = 0;
   for (int p = 0; p < px->nRanks; p++) {
     gda_tx* t = &s->tx[p];
     uint64_t acked = __atomic_load_n((uint64_t*)(s->mem + s->ackOff) + p, __ATOMIC_ACQUIRE);
     if (acked != t->ackSeen) t->probeAt = 0; /* alive: restart its probe timer */
     for (; t->ackSeen != acked && t->ackSeen != t->msgSeq; t->ackSeen++, n++) {
-      gda_chunk* c = t->meta[t->ackSeen % GDA_INBOX_SLOTS];
+      cco_gda_chunk* c = t->meta[t->ackSeen % GDA_INBOX_SLOTS];
       t->meta[t->ackSeen % GDA_INBOX_SLOTS] = NULL;
       if (c->kind == CH_PUT && c->len) fifo_free(&t->land, c->zoneOff);
       if (c->kind == CH_GET && c->len) {
         ccoResult_t res = job(px, &s->txq, c, local_addr(px, c->local), bounce(s, s->replyOff + c->zoneOff), c->len);
-        if (res != ccoSuccess) gda_proxy_fail(px, res);
+        if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
       } else {
         tx_chunk_done(px, c);
       }
@@ -499,8 +499,8 @@ static void rx_done(cco_gda_proxy* px, int source, uint64_t msg) {
 }
 
 static bool rx_check(cco_gda_proxy* px, int source, const gda_msg* m, uint64_t bytes) {
-  if (gda_find_win(px, m->addr, bytes)) return true;
-  gda_proxy_fail(px, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+  if (cco_gda_find_win(px, m->addr, bytes)) return true;
+  cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                                "rank %d: GDA message %u from rank %d names slot offset %#llx (+%llu "
                                "bytes), which is not inside a window of this rank",
                                px->rank, m->kind, source, (unsigned long long)m->addr,
@@ -510,13 +510,13 @@ static bool rx_check(cco_gda_proxy* px, int source, const gda_msg* m, uint64_t b
 
 /* Takes the source's new messages in order; returns how many. */
 static int take_inbox(cco_gda_proxy* px, int source) {
-  gda_staged* s = px->staged;
+  cco_gda_staged* s = px->staged;
   gda_rx* r = &s->rx[source];
   uint64_t count = __atomic_load_n((uint64_t*)(s->mem + s->countOff) + source, __ATOMIC_ACQUIRE);
   int n = 0;
   while (r->taken != count) {
     const gda_msg* m = (const gda_msg*)(s->mem + inbox_slot(s, source, r->taken));
-    gda_chunk* c = chunk_new(s);
+    cco_gda_chunk* c = chunk_new(s);
     if (!c) break;
     c->m = *m;
     c->peer = source;
@@ -549,7 +549,7 @@ static int take_inbox(cco_gda_proxy* px, int source) {
       res = job(px, &s->rxq, c, m->kind == MSG_SIGNAL ? 0 : local_addr(px, m->addr), src, c->len);
     } else {
       if (m->kind < MSG_PUT || m->kind > MSG_GET)
-        gda_proxy_fail(px, cco_error(px->comm, ccoInvalidUsage, CCO_SUBSYS_GDA,
+        cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                                      "rank %d: unknown GDA message kind %u from rank %d", px->rank, m->kind,
                                      source));
       chunk_free(s, c);
@@ -558,7 +558,7 @@ static int take_inbox(cco_gda_proxy* px, int source) {
       n++;
       continue;
     }
-    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
     r->taken++;
     n++;
   }
@@ -567,14 +567,14 @@ static int take_inbox(cco_gda_proxy* px, int source) {
 
 /* Acknowledges each source's finished messages, in order, one add each. */
 static int send_acks(cco_gda_proxy* px) {
-  gda_staged* s = px->staged;
+  cco_gda_staged* s = px->staged;
   int n = 0;
   for (int p = 0; p < px->nRanks; p++) {
     gda_rx* r = &s->rx[p];
     if (r->donePrefix == r->ackPosted) continue;
     ccoResult_t res = add_to_peer_word(px, p, r->donePrefix - r->ackPosted, s->ackOff);
     if (res == CCO_NET_BUSY) break;
-    if (res != ccoSuccess) gda_proxy_fail(px, res);
+    if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
     r->ackPosted = r->donePrefix;
     n++;
   }
@@ -583,11 +583,11 @@ static int send_acks(cco_gda_proxy* px) {
 
 /* --------------------------------------------------------------- copies */
 
-static void copy_done(cco_gda_proxy* px, gda_chunk* c) {
-  gda_staged* s = px->staged;
+static void copy_done(cco_gda_proxy* px, cco_gda_chunk* c) {
+  cco_gda_staged* s = px->staged;
   switch (c->kind) {
     case CH_PUT: { /* copied out: the source is free to reuse; send the data */
-      gda_op* op = c->op;
+      cco_gda_op* op = c->op;
       if (--op->localLeft == 0 && op->issued >= op->d.bytes && op->d.counter && !op->counted) {
         __atomic_fetch_add(&op->ring->st->countersHost[op->d.counter - 1], 1, __ATOMIC_RELEASE);
         op->counted = true;
@@ -603,7 +603,7 @@ static void copy_done(cco_gda_proxy* px, gda_chunk* c) {
     case CH_RX_PUT: /* the data is in the window: the signal may follow */
       if (c->signals) {
         uint64_t v = c->m.signalOp == ccoGdaSignalOpInc ? 1u : c->m.signalValue;
-        gda_apply_signal(px, c->m.stateId, c->m.signal, v);
+        cco_gda_apply_signal(px, c->m.stateId, c->m.signal, v);
       }
       rx_done(px, c->peer, c->msg);
       chunk_free(s, c);
@@ -619,7 +619,7 @@ static int poll_fifo(cco_gda_proxy* px, gda_fifo* q) {
   uint64_t done = __atomic_load_n(q->doneHost, __ATOMIC_ACQUIRE);
   int n = 0;
   while (q->first && (int64_t)(done - q->first->jobSeq) >= 0) {
-    gda_chunk* c = q->first;
+    cco_gda_chunk* c = q->first;
     q->first = c->next;
     if (!q->first) q->last = NULL;
     copy_done(px, c);
@@ -628,32 +628,32 @@ static int poll_fifo(cco_gda_proxy* px, gda_fifo* q) {
   return n;
 }
 
-void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t res, int peer) {
-  gda_staged* s = px->staged;
-  if (res != ccoSuccess) gda_proxy_fail(px, res);
-  gda_chunk* c = obj;
+void cco_gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t res, int peer) {
+  cco_gda_staged* s = px->staged;
+  if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
+  cco_gda_chunk* c = obj;
   switch (tag) {
-    case GDA_TAG_CHUNK_DATA: /* data is in the landing zone: now the message */
+    case CCO_GDA_TAG_CHUNK_DATA: /* data is in the landing zone: now the message */
       fifo_free(&s->out, c->outOff);
       c->outOff = UINT64_MAX;
       c->state = ST_SEND_MSG;
       ready_push(s, c);
       break;
-    case GDA_TAG_CHUNK_MSG: { /* the run of messages is in the peer's inbox */
+    case CCO_GDA_TAG_CHUNK_MSG: { /* the run of messages is in the peer's inbox */
       gda_tx* t = &s->tx[c->peer];
       for (uint32_t i = 0, run = c->run; i < run; i++) {
-        gda_chunk* x = t->meta[(c->msg + i) % GDA_INBOX_SLOTS];
+        cco_gda_chunk* x = t->meta[(c->msg + i) % GDA_INBOX_SLOTS];
         x->state = ST_WRITTEN;
         t->written[(c->msg + i) % GDA_INBOX_SLOTS] = true;
       }
       break;
     }
-    case GDA_TAG_REPLY:
+    case CCO_GDA_TAG_REPLY:
       if (c->outOff != UINT64_MAX) fifo_free(&s->out, c->outOff);
       rx_done(px, c->peer, c->msg);
       chunk_free(s, c);
       break;
-    default: /* GDA_TAG_COUNT: nothing to do */
+    default: /* CCO_GDA_TAG_COUNT: nothing to do */
       break;
   }
 }
@@ -661,24 +661,24 @@ void gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t
 /* A peer that dies after our writes to it completed, but before it acked
  * them, leaves nothing in flight here to fail: the ring would wait for its
  * acks forever. So a peer that owes acks and sends none is probed
- * (gda_probe_if_silent) through our count word there. */
+ * (cco_gda_probe_if_silent) through our count word there. */
 static void probe_silent(cco_gda_proxy* px) {
-  gda_staged* s = px->staged;
+  cco_gda_staged* s = px->staged;
   uint64_t now = 0;
   for (int p = 0; p < px->nRanks; p++)
-    gda_probe_if_silent(px, p, s->tx[p].ackSeen != s->tx[p].msgSeq, &s->tx[p].probeAt, s->rkeys[p],
+    cco_gda_probe_if_silent(px, p, s->tx[p].ackSeen != s->tx[p].msgSeq, &s->tx[p].probeAt, s->rkeys[p],
                         s->countOff + (uint64_t)px->rank * sizeof(uint64_t), &now);
 }
 
-int gda_staged_poll(cco_gda_proxy* px) {
-  gda_staged* s = px->staged;
+int cco_gda_staged_poll(cco_gda_proxy* px) {
+  cco_gda_staged* s = px->staged;
   int n = poll_fifo(px, &s->txq) + poll_fifo(px, &s->rxq);
   for (int p = 0; p < px->nRanks; p++) n += take_inbox(px, p);
   n += take_acks(px);
   /* Everything this pass and the ops before it queued goes out now. */
   ccoResult_t res = batch_issue(px, &s->txq);
   if (res == ccoSuccess) res = batch_issue(px, &s->rxq);
-  if (res != ccoSuccess) gda_proxy_fail(px, res);
+  if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
   n += post_ready(px);
   n += publish(px);
   n += send_acks(px);
@@ -688,15 +688,15 @@ int gda_staged_poll(cco_gda_proxy* px) {
 
 /* ------------------------------------------------------------ lifecycle */
 
-ccoResult_t gda_staged_create(cco_gda_proxy* px) {
-  ccoComm* comm = px->comm;
-  cco_platform* p = &comm->mem.platform;
+ccoResult_t cco_gda_staged_create(cco_gda_proxy* px) {
+  const cco_transport_ctx* ctx = px->ctx;
+  cco_platform* p = ctx->platform;
   int64_t land = cco_env_int(CCO_ENV_ID_CCO_GDA_STAGING_BYTES);
   if (land < 65536 || land > ((int64_t)1 << 30) || (land & 4095))
-    return cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_GDA,
+    return cco_error(ctx->err, ccoInvalidArgument, CCO_SUBSYS_GDA,
                      "CCO_GDA_STAGING_BYTES=%lld: must be a multiple of 4096 in 64 KiB..1 GiB", (long long)land);
-  gda_staged* s = calloc(1, sizeof(*s));
-  if (!s) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  cco_gda_staged* s = calloc(1, sizeof(*s));
+  if (!s) return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   px->staged = s;
   uint64_t n = (uint64_t)px->nRanks;
   s->landBytes = (uint64_t)land;
@@ -713,14 +713,14 @@ ccoResult_t gda_staged_create(cco_gda_proxy* px) {
   s->replyOff = s->outOff + s->outBytes;
   s->memBytes = s->replyOff + s->outBytes;
   uint32_t nChunks = (uint32_t)(4 * n * GDA_INBOX_SLOTS + 64);
-  s->pool = calloc(nChunks, sizeof(gda_chunk));
+  s->pool = calloc(nChunks, sizeof(cco_gda_chunk));
   s->tx = calloc(n, sizeof(gda_tx));
   s->rx = calloc(n, sizeof(gda_rx));
   s->rkeys = calloc(n, sizeof(cco_net_rkey));
   bool ok = s->pool && s->tx && s->rx && s->rkeys && fifo_init(&s->out, s->outBytes, 4 * nChunks) &&
             fifo_init(&s->reply, s->outBytes, 4 * nChunks);
   for (uint64_t i = 0; ok && i < n; i++) ok = fifo_init(&s->tx[i].land, s->landBytes, 2 * GDA_INBOX_SLOTS + 4);
-  if (!ok) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  if (!ok) return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   for (uint32_t i = 0; i < nChunks; i++) chunk_free(s, &s->pool[i]);
   void* mem = NULL;
   CCO_CHECK(p->ops->hostmap_alloc(p, s->memBytes, &mem, &s->memDev));
@@ -741,12 +741,12 @@ ccoResult_t gda_staged_create(cco_gda_proxy* px) {
   return ccoSuccess;
 }
 
-cco_net_rkey* gda_staged_rkeys(cco_gda_proxy* px) { return px->staged ? px->staged->rkeys : NULL; }
+cco_net_rkey* cco_gda_staged_rkeys(cco_gda_proxy* px) { return px->staged ? px->staged->rkeys : NULL; }
 
-void gda_staged_destroy(cco_gda_proxy* px) {
-  gda_staged* s = px->staged;
+void cco_gda_staged_destroy(cco_gda_proxy* px) {
+  cco_gda_staged* s = px->staged;
   if (!s) return;
-  cco_platform* p = &px->comm->mem.platform;
+  cco_platform* p = px->ctx->platform;
   if (s->mr) cco_net_mr_dereg(px->net, s->mr);
   if (s->txq.stream) p->ops->stream_destroy(p, s->txq.stream);
   if (s->rxq.stream) p->ops->stream_destroy(p, s->rxq.stream);

@@ -23,9 +23,9 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 void cco_net_config_from_env(cco_net_config* config) {
   config->provider = cco_env_str(CCO_ENV_ID_CCO_NET_PROVIDER);

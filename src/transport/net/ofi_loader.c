@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 static cco_ofi_api g_api;
 static ccoResult_t g_result = ccoUnsupported;

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "cco/device/cco_sdma_types.h"
-#include "core/comm.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/idle.h"
+#include "base/clock.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 
 /* Counters on their own cache lines: producers hammer the tails while the
  * engine's stream writes land on the completion counts. */
@@ -48,7 +48,7 @@ struct cco_sdma_state {
  * one round-robin. A copy stream sharing a hardware queue with a kernel
  * that spins on the copy's signal waits behind that kernel forever. */
 struct cco_sdma_engine {
-  ccoComm* comm;
+  cco_sdma_transport* t;
   pthread_t thread;
   pthread_mutex_t lock; /* the list of states */
   cco_sdma_state* states;
@@ -79,21 +79,21 @@ static bool in_flat(const cco_sdma_state* st, uint64_t addr, uint64_t bytes) {
  * stream order, it never overtakes its data. */
 #define CCO_SDMA_PASS 64
 
-static ccoResult_t check_descriptor(ccoComm* comm, const cco_sdma_state* st, const ring* r,
+static ccoResult_t check_descriptor(cco_sdma_transport* t, const cco_sdma_state* st, const ring* r,
                                     const ccoSdmaSlot* d) {
   if (d->op == CCO_SDMA_OP_SIGNAL) return ccoSuccess;
   if ((d->op == CCO_SDMA_OP_PUT || d->op == CCO_SDMA_OP_GET) && in_flat(st, d->dst, d->bytes) &&
       in_flat(st, d->src, d->bytes))
     return ccoSuccess;
-  return cco_error(comm, ccoInvalidUsage, CCO_SUBSYS_SDMA,
+  return cco_error(t->ctx->err, ccoInvalidUsage, CCO_SUBSYS_SDMA,
                    "rank %d: SDMA descriptor to LSA peer %d queue %d: op %u of %llu bytes "
                    "from %#llx to %#llx is outside the flat VA",
-                   comm->rank, r->peer, r->queue, d->op, (unsigned long long)d->bytes,
+                   t->ctx->rank, r->peer, r->queue, d->op, (unsigned long long)d->bytes,
                    (unsigned long long)d->src, (unsigned long long)d->dst);
 }
 
-static ccoResult_t issue_pass(ccoComm* comm, ring* r, const ccoSdmaSlot* d, int n) {
-  cco_platform* p = &comm->mem.platform;
+static ccoResult_t issue_pass(cco_sdma_transport* t, ring* r, const ccoSdmaSlot* d, int n) {
+  cco_platform* p = t->ctx->platform;
   uint64_t dsts[CCO_SDMA_PASS], srcs[CCO_SDMA_PASS];
   size_t sizes[CCO_SDMA_PASS], copies = 0;
   uint64_t signalled = r->signalled;
@@ -130,7 +130,7 @@ static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
     if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != r->head + 1) break;
     pass[n] = *slot;
     r->head++;
-    ccoResult_t bad = st->failed ? ccoSuccess : check_descriptor(e->comm, st, r, &pass[n]);
+    ccoResult_t bad = st->failed ? ccoSuccess : check_descriptor(e->t, st, r, &pass[n]);
     if (bad != ccoSuccess) {
       st->failed = true;
       e->failure = bad;
@@ -138,17 +138,17 @@ static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
     n++;
   }
   if (!n) return 0;
-  CCO_TRACE(SDMA, "rank %d: %d descriptors of LSA peer %d queue %d (tickets up to %llu)", e->comm->rank, n, r->peer,
+  CCO_TRACE(SDMA, "rank %d: %d descriptors of LSA peer %d queue %d (tickets up to %llu)", e->t->ctx->rank, n, r->peer,
             r->queue, (unsigned long long)r->head);
   /* A failed state keeps returning credits so producers are not stuck; its
    * completions never come, and waiters leave through the abort word. */
   if (!st->failed) {
     uint64_t t0 = cco_now_ns();
-    ccoResult_t res = issue_pass(e->comm, r, pass, n);
+    ccoResult_t res = issue_pass(e->t, r, pass, n);
     uint64_t took = cco_now_ns() - t0;
     /* The driver calls are asynchronous; one that blocks stalls every ring. */
     if (took > 1000000)
-      CCO_INFO(SDMA, "rank %d: issuing %d descriptors of LSA peer %d queue %d took %.3f ms", e->comm->rank, n,
+      CCO_INFO(SDMA, "rank %d: issuing %d descriptors of LSA peer %d queue %d took %.3f ms", e->t->ctx->rank, n,
                r->peer, r->queue, (double)took * 1e-6);
     if (res != ccoSuccess) {
       st->failed = true;
@@ -172,7 +172,7 @@ static void* engine_main(void* arg) {
     pthread_mutex_unlock(&e->lock);
     /* Outside the engine lock: failing the communicator takes the memory
      * lock, which destroy holds while it takes the engine lock. */
-    if (failure != ccoSuccess) cco_comm_fail_async(e->comm, failure);
+    if (failure != ccoSuccess) e->t->ctx->fail(e->t->ctx->owner, failure);
     if (work) {
       idleSince = cco_now_ns();
       continue;
@@ -182,30 +182,30 @@ static void* engine_main(void* arg) {
   return NULL;
 }
 
-static ccoResult_t engine_get(ccoComm* comm, cco_sdma_engine** out) {
-  pthread_mutex_lock(&comm->mem.lock);
+static ccoResult_t engine_get(cco_sdma_transport* t, cco_sdma_engine** out) {
+  pthread_mutex_lock(&t->lock);
   ccoResult_t res = ccoSuccess;
-  if (!comm->sdma) {
+  if (!t->engine) {
     cco_sdma_engine* e = calloc(1, sizeof(*e));
     if (!e) {
-      res = cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory for the SDMA engine");
+      res = cco_error(t->ctx->err, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory for the SDMA engine");
     } else {
-      e->comm = comm;
+      e->t = t;
       pthread_mutex_init(&e->lock, NULL);
       atomic_init(&e->stop, false);
-      cco_platform* p = &comm->mem.platform;
+      cco_platform* p = t->ctx->platform;
       int want = (int)cco_env_int(CCO_ENV_ID_CCO_SDMA_STREAMS);
       if (want < 1 || want > CCO_SDMA_MAX_STREAMS)
-        res = cco_error(comm, ccoInvalidArgument, CCO_SUBSYS_SDMA,
+        res = cco_error(t->ctx->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
                         "CCO_SDMA_STREAMS=%d: must be 1..%d", want, CCO_SDMA_MAX_STREAMS);
       for (int i = 0; res == ccoSuccess && i < want; i++) {
         res = p->ops->stream_create(p, &e->streams[i]);
         if (res == ccoSuccess) e->nStreams = i + 1;
       }
       if (res == ccoSuccess && pthread_create(&e->thread, NULL, engine_main, e) != 0)
-        res = cco_error(comm, ccoSystemError, CCO_SUBSYS_SDMA, "cannot start the SDMA engine thread");
+        res = cco_error(t->ctx->err, ccoSystemError, CCO_SUBSYS_SDMA, "cannot start the SDMA engine thread");
       if (res == ccoSuccess) {
-        comm->sdma = e;
+        t->engine = e;
       } else {
         for (int i = 0; i < e->nStreams; i++) p->ops->stream_destroy(p, e->streams[i]);
         pthread_mutex_destroy(&e->lock);
@@ -213,27 +213,27 @@ static ccoResult_t engine_get(ccoComm* comm, cco_sdma_engine** out) {
       }
     }
   }
-  *out = comm->sdma;
-  pthread_mutex_unlock(&comm->mem.lock);
+  *out = t->engine;
+  pthread_mutex_unlock(&t->lock);
   return res;
 }
 
-void cco_sdma_engine_stop(ccoComm* comm) {
-  cco_sdma_engine* e = comm->sdma;
+void cco_sdma_engine_stop(cco_sdma_transport* t) {
+  cco_sdma_engine* e = t->engine;
   if (!e) return;
   atomic_store(&e->stop, true);
   pthread_join(e->thread, NULL);
-  cco_platform* p = &comm->mem.platform;
+  cco_platform* p = t->ctx->platform;
   for (int i = 0; i < e->nStreams; i++) p->ops->stream_destroy(p, e->streams[i]);
   pthread_mutex_destroy(&e->lock);
   free(e);
-  comm->sdma = NULL;
+  t->engine = NULL;
 }
 
 /* ------------------------------------------------------------------ rings */
 
-static void free_state(ccoComm* comm, cco_sdma_state* st) {
-  cco_platform* p = &comm->mem.platform;
+static void free_state(cco_sdma_transport* t, cco_sdma_state* st) {
+  cco_platform* p = t->ctx->platform;
   if (st->dev) p->ops->desc_free(p, st->dev);
   if (st->queuesDev) p->ops->desc_free(p, st->queuesDev);
   if (st->counters) p->ops->desc_free(p, st->counters);
@@ -243,27 +243,27 @@ static void free_state(ccoComm* comm, cco_sdma_state* st) {
   free(st);
 }
 
-ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resourceBase,
+ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64_t resourceBase,
                                   uint64_t signalsOffset, cco_sdma_state** out, uint64_t* devAddr) {
-  cco_platform* p = &comm->mem.platform;
-  int lsaSize = comm->mem.lsaSize, me = comm->mem.lsaRank;
+  cco_platform* p = t->ctx->platform;
+  int lsaSize = t->ctx->mem->lsaSize, me = t->ctx->mem->lsaRank;
   cco_sdma_state* st = calloc(1, sizeof(*st));
-  if (!st) return cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory");
+  if (!st) return cco_error(t->ctx->err, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory");
   st->nRings = lsaSize * (int)queues;
-  st->flatLo = (uint64_t)(uintptr_t)comm->mem.flatBase;
-  st->flatHi = st->flatLo + (uint64_t)lsaSize * comm->mem.slotSize;
+  st->flatLo = (uint64_t)(uintptr_t)t->ctx->mem->flatBase;
+  st->flatHi = st->flatLo + (uint64_t)lsaSize * t->ctx->mem->slotSize;
   st->rings = calloc((size_t)st->nRings, sizeof(ring));
   ccoSdmaQueueDev* table = calloc((size_t)st->nRings, sizeof(ccoSdmaQueueDev));
   uint64_t slotsDev = 0, headsDev = 0;
   ccoResult_t res = st->rings && table ? ccoSuccess
-                                       : cco_error(comm, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory");
+                                       : cco_error(t->ctx->err, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory");
   size_t slotBytes = (size_t)st->nRings * CCO_SDMA_DEPTH * sizeof(ccoSdmaSlot);
   size_t lineBytes = (size_t)st->nRings * CCO_SDMA_LINE;
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, slotBytes, &st->slotsHost, &slotsDev);
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, lineBytes, &st->headsHost, &headsDev);
   if (res == ccoSuccess) res = cco_platform_desc_alloc_zeroed(p, 2 * lineBytes, &st->counters);
   cco_sdma_engine* e = NULL;
-  if (res == ccoSuccess) res = engine_get(comm, &e);
+  if (res == ccoSuccess) res = engine_get(t, &e);
   for (int i = 0; res == ccoSuccess && i < st->nRings; i++) {
     ring* r = &st->rings[i];
     r->peer = i / (int)queues;
@@ -272,7 +272,7 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
     r->headHost = (uint64_t*)((char*)st->headsHost + (size_t)i * CCO_SDMA_LINE);
     uint64_t tailDev = (uint64_t)(uintptr_t)st->counters + (uint64_t)i * CCO_SDMA_LINE;
     r->completedDev = tailDev + lineBytes;
-    r->remoteSignal = resourceBase + (uint64_t)r->peer * comm->mem.slotSize + signalsOffset +
+    r->remoteSignal = resourceBase + (uint64_t)r->peer * t->ctx->mem->slotSize + signalsOffset +
                       ((uint64_t)me * queues + (uint64_t)r->queue) * sizeof(uint64_t);
     table[i] = (ccoSdmaQueueDev){slotsDev + (uint64_t)i * CCO_SDMA_DEPTH * sizeof(ccoSdmaSlot), tailDev,
                                  headsDev + (uint64_t)i * CCO_SDMA_LINE, r->completedDev};
@@ -291,7 +291,7 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
   if (res == ccoSuccess) res = p->ops->copy_to_device(p, st->dev, &dev, sizeof(dev));
   free(table);
   if (res != ccoSuccess) {
-    free_state(comm, st);
+    free_state(t, st);
     return res;
   }
   pthread_mutex_lock(&e->lock);
@@ -300,14 +300,14 @@ ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resou
   pthread_mutex_unlock(&e->lock);
   *out = st;
   *devAddr = (uint64_t)(uintptr_t)st->dev;
-  CCO_INFO(SDMA, "rank %d: %d SDMA rings (%u queues x %d LSA peers) of %d slots", comm->rank,
+  CCO_INFO(SDMA, "rank %d: %d SDMA rings (%u queues x %d LSA peers) of %d slots", t->ctx->rank,
            st->nRings, queues, lsaSize, CCO_SDMA_DEPTH);
   return ccoSuccess;
 }
 
-void cco_sdma_state_destroy(ccoComm* comm, cco_sdma_state* st) {
+void cco_sdma_state_destroy(cco_sdma_transport* t, cco_sdma_state* st) {
   if (!st) return;
-  cco_sdma_engine* e = comm->sdma;
+  cco_sdma_engine* e = t->engine;
   if (e) {
     pthread_mutex_lock(&e->lock);
     for (cco_sdma_state** it = &e->states; *it; it = &(*it)->next)
@@ -317,5 +317,5 @@ void cco_sdma_state_destroy(ccoComm* comm, cco_sdma_state* st) {
       }
     pthread_mutex_unlock(&e->lock);
   }
-  free_state(comm, st);
+  free_state(t, st);
 }

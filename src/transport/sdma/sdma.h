@@ -11,13 +11,25 @@
 #ifndef CCO_TRANSPORT_SDMA_SDMA_H_
 #define CCO_TRANSPORT_SDMA_SDMA_H_
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "cco/cco.h"
+#include "transport/transport.h"
 
 typedef struct cco_sdma_state cco_sdma_state;   /* one device communicator's rings */
 typedef struct cco_sdma_engine cco_sdma_engine; /* one communicator's thread */
+
+/* The transport's state: its context and the engine, started by the first
+ * device communicator that has SDMA queues (src/transport/sdma/sdma_transport.c). */
+typedef struct cco_sdma_transport {
+  const cco_transport_ctx* ctx;
+  pthread_mutex_t lock; /* starting the engine */
+  cco_sdma_engine* engine;
+} cco_sdma_transport;
+
+extern const cco_transport_ops cco_sdma_transport_ops;
 
 /* Whether CCO_ENABLE_SDMA allows SDMA. */
 bool cco_sdma_enabled(void);
@@ -29,12 +41,12 @@ size_t cco_sdma_signal_bytes(int lsaSize, uint32_t queues);
  * at resourceBase (LSA rank 0's copy) with its signal slots at
  * signalsOffset, registers them with the engine (started on first use), and
  * returns the device address of its ccoSdmaDev. */
-ccoResult_t cco_sdma_state_create(ccoComm* comm, uint32_t queues, uint64_t resourceBase,
+ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64_t resourceBase,
                                   uint64_t signalsOffset, cco_sdma_state** state, uint64_t* devAddr);
 /* Unregisters and frees (the engine no longer touches it on return). */
-void cco_sdma_state_destroy(ccoComm* comm, cco_sdma_state* state);
+void cco_sdma_state_destroy(cco_sdma_transport* t, cco_sdma_state* state);
 
 /* Stops and joins the engine thread (communicator teardown). */
-void cco_sdma_engine_stop(ccoComm* comm);
+void cco_sdma_engine_stop(cco_sdma_transport* t);
 
 #endif /* CCO_TRANSPORT_SDMA_SDMA_H_ */

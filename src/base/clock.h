@@ -1,0 +1,31 @@
+/*
+ * How the library's background threads (the SDMA engine, the GDA proxy)
+ * keep time and wait when they find nothing to do.
+ */
+#ifndef CCO_BASE_CLOCK_H_
+#define CCO_BASE_CLOCK_H_
+
+#include <sched.h>
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t cco_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One idle step, idleNs after the last work: yield for the first 200 us
+ * (work that follows work comes soon, and latency matters), then nap 20 us,
+ * and after 10 ms of quiet nap longNapNs (a quiet communicator should not
+ * cost a core). */
+static inline void cco_idle_wait(uint64_t idleNs, long longNapNs) {
+  if (idleNs < 200000) {
+    sched_yield();
+    return;
+  }
+  struct timespec nap = {0, idleNs < 10000000 ? 20000 : longNapNs};
+  nanosleep(&nap, NULL);
+}
+
+#endif /* CCO_BASE_CLOCK_H_ */

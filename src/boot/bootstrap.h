@@ -1,0 +1,73 @@
+/*
+ * Socket bootstrap: rendezvous at the root (rank 0), then a mesh of links
+ * at distances 1, 2, 4, ... used by the ring allgather (distance 1) and the
+ * dissemination barrier (all distances).
+ *
+ * Trust: every connection starts with a HELLO carrying the 128-bit secret of
+ * the unique id; the root and every link acceptor refuse (with a REFUSE
+ * reply and a log line) anything with a wrong secret, nRanks, rank or link,
+ * and carry on with the job.
+ *
+ * Failure: the first failure on a rank (peer closed, timeout, mismatch,
+ * abort) sends ABORT to every link and shuts the links down, so every other
+ * rank blocked on this one fails promptly and passes it on.
+ */
+#ifndef CCO_BOOT_BOOTSTRAP_H_
+#define CCO_BOOT_BOOTSTRAP_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "boot/socket.h"
+#include "cco/cco.h"
+#include "boot/wire.h"
+
+#define CCO_BOOTSTRAP_MAX_LINKS 31
+
+/* What the unique id carries. */
+typedef struct {
+  cco_sockaddr root;
+  uint8_t secret[CCO_WIRE_SECRET_BYTES];
+} cco_id_info;
+
+/* Id layout: magic "CCOI", version u16, family u16 (4|6), port u16, 2 bytes
+ * zero, addr[16], scope u32, secret[16], reserved (zero). */
+void cco_uniqueid_encode(const cco_id_info* info, ccoUniqueId* id);
+int cco_uniqueid_decode(const ccoUniqueId* id, cco_id_info* info); /* CCO_WIRE_* */
+
+typedef struct {
+  int rank;
+  int nRanks;
+  int nLinks;                          /* ceil(log2(nRanks)) */
+  int outFd[CCO_BOOTSTRAP_MAX_LINKS];  /* to (rank + 2^k) % nRanks */
+  int inFd[CCO_BOOTSTRAP_MAX_LINKS];   /* from (rank - 2^k) % nRanks */
+  int listenFd;
+  cco_sockaddr listenAddr;
+  uint8_t secret[CCO_WIRE_SECRET_BYTES];
+  double timeout; /* seconds; 0 = none */
+  int wakeFd;     /* readable once the communicator is aborted (not owned) */
+  uint32_t seq;   /* collective sequence number, identical on every rank */
+  ccoResult_t failResult;
+  char failReason[320];
+} cco_bootstrap;
+
+/* Collective. On failure everything opened is closed again. `sink` is only
+ * used to record error details (may be NULL). */
+ccoResult_t cco_bootstrap_init(cco_bootstrap* bs, cco_errsink* sink, const cco_id_info* id, int nRanks,
+                               int rank, double timeout, int wakeFd);
+
+/* In place: buf holds nRanks blocks; this rank's block must be filled. */
+ccoResult_t cco_bootstrap_allgather(cco_bootstrap* bs, cco_errsink* sink, void* buf,
+                                    size_t bytesPerRank);
+ccoResult_t cco_bootstrap_barrier(cco_bootstrap* bs, cco_errsink* sink);
+
+/* Tells every linked peer that this rank failed (best effort, never
+ * blocks) and shuts the links down. Idempotent. */
+void cco_bootstrap_fail(cco_bootstrap* bs, ccoResult_t result, const char* reason);
+
+/* Closes every socket. */
+void cco_bootstrap_destroy(cco_bootstrap* bs);
+
+#endif /* CCO_BOOT_BOOTSTRAP_H_ */

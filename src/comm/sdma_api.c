@@ -1,0 +1,67 @@
+/*
+ * Host-side SDMA: copies and signal waits enqueued on the caller's stream,
+ * for host code that overlaps transfers with its own kernels (GEMM +
+ * collective). The copy runs on the copy engines through the flat VA; the
+ * signal is a uint64_t in a window, stored after the data in stream order.
+ */
+#include <string.h>
+
+#include "base/error.h"
+#include "comm/comm.h"
+#include "transport/sdma/sdma.h"
+
+/* Address of `bytes` at `off` of LSA rank lsa's copy of win, bounds checked. */
+static ccoResult_t window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t off, size_t bytes,
+                               const char* what, uint64_t* addr) {
+  ccoWindowDevice d;
+  if (ccoWindowGetInfo(comm, win, &d, NULL) != ccoSuccess)
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA, "%s: %p is not a window of this communicator",
+                     what, (void*)win);
+  if (off > d.size || bytes > d.size - off)
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
+                     "%s: [%zu, +%zu) is outside the window's %llu bytes", what, off, bytes,
+                     (unsigned long long)d.size);
+  *addr = d.winBase + (uint64_t)lsa * ((uint64_t)d.stride4G << 32) + off;
+  return ccoSuccess;
+}
+
+/* SDMA is on and the communicator has not failed (an engine error, a dead
+ * peer, an abort): the host calls fail the same way device waits do. */
+static ccoResult_t check_usable(ccoComm* comm, const char* what) {
+  if (!cco_sdma_enabled())
+    return cco_error(&comm->err, ccoUnsupported, CCO_SUBSYS_SDMA, "%s: SDMA is off (CCO_ENABLE_SDMA=0)", what);
+  ccoResult_t failed = ccoSuccess;
+  ccoCommGetAsyncError(comm, &failed);
+  if (failed != ccoSuccess)
+    return cco_error_quiet(&comm->err, failed, "%s: the communicator failed earlier: %s", what,
+                           ccoGetErrorString(failed));
+  return ccoSuccess;
+}
+
+ccoResult_t ccoSdmaPutAsync(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t dstOff, ccoWindow_t srcWin,
+                            size_t srcOff, size_t bytes, ccoWindow_t sigWin, size_t sigOff, uint64_t sigValue,
+                            void* stream) {
+  CCO_VALIDATE_COMM(comm);
+  CCO_CHECK(check_usable(comm, "ccoSdmaPutAsync"));
+  int peerLsa = cco_topology_world_to_team(&comm->topo, ccoTeamLsa, peer);
+  if (peerLsa < 0)
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
+                     "ccoSdmaPutAsync: rank %d is not on this rank's host", peer);
+  uint64_t dst, src, sig = 0;
+  CCO_CHECK(window_addr(comm, dstWin, peerLsa, dstOff, bytes, "ccoSdmaPutAsync destination", &dst));
+  CCO_CHECK(window_addr(comm, srcWin, comm->topo.lsaRank, srcOff, bytes, "ccoSdmaPutAsync source", &src));
+  if (sigWin) CCO_CHECK(window_addr(comm, sigWin, peerLsa, sigOff, sizeof(uint64_t), "ccoSdmaPutAsync signal", &sig));
+  cco_platform* p = &comm->platform;
+  if (bytes) CCO_CHECK(p->ops->copy_async(p, stream, dst, src, bytes));
+  if (sigWin) CCO_CHECK(p->ops->write_value_async(p, stream, sig, sigValue));
+  return ccoSuccess;
+}
+
+ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff, uint64_t value, void* stream) {
+  CCO_VALIDATE_COMM(comm);
+  CCO_CHECK(check_usable(comm, "ccoStreamWaitSignal"));
+  uint64_t sig;
+  CCO_CHECK(window_addr(comm, sigWin, comm->topo.lsaRank, sigOff, sizeof(uint64_t), "ccoStreamWaitSignal", &sig));
+  cco_platform* p = &comm->platform;
+  return p->ops->wait_value_async(p, stream, sig, value, comm->boot.timeout);
+}

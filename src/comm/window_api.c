@@ -1,0 +1,128 @@
+/*
+ * Public entry points of symmetric memory: allocations, windows and peer
+ * pointers. The work is memory's (src/mem); this layer validates the
+ * handle, runs registration as a collective of the communicator, and tells
+ * the transports about windows.
+ */
+#include "base/error.h"
+#include "comm/comm.h"
+
+ccoResult_t ccoMemAlloc(ccoComm* comm, size_t size, void** ptr) {
+  CCO_VALIDATE_COMM(comm);
+  return cco_mem_alloc(&comm->mem, size, ptr);
+}
+
+ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localPtr) {
+  CCO_VALIDATE_COMM(comm);
+  return cco_mem_import(&comm->mem, extPtr, size, localPtr);
+}
+
+ccoResult_t ccoMemFree(ccoComm* comm, void* ptr) {
+  CCO_VALIDATE_COMM(comm);
+  return cco_mem_free(&comm->mem, ptr);
+}
+
+/* Memory maps the window on every rank (all or nothing), then every
+ * transport learns of it (collective too, so a refusal is everyone's), and
+ * only then is it published. */
+static ccoResult_t register_locked(ccoComm* comm, void* ptr, size_t size, bool ownsAlloc,
+                                   ccoWindow_t* win) {
+  cco_window_rec* w = NULL;
+  CCO_CHECK(cco_mem_window_register(&comm->mem, ptr, size, ownsAlloc, &w));
+  cco_window_info info = cco_mem_window_info(w);
+  ccoResult_t res = cco_transports_window_added(comm, &info);
+  if (res != ccoSuccess) {
+    cco_mem_window_discard(&comm->mem, w);
+    return res;
+  }
+  cco_mem_window_publish(&comm->mem, w);
+  *win = w->dev;
+  return ccoSuccess;
+}
+
+static ccoResult_t register_window(ccoComm* comm, void* ptr, size_t size, bool ownsAlloc,
+                                   ccoWindow_t* win) {
+  /* win == NULL is a local mistake but the registration is collective:
+   * report it through the common verdict by describing an empty window. */
+  CCO_CHECK(cco_comm_begin_collective(comm, "window registration"));
+  ccoResult_t res = register_locked(comm, win ? ptr : NULL, win ? size : 0, ownsAlloc, win);
+  return cco_comm_end_collective(comm, res);
+}
+
+ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win) {
+  CCO_VALIDATE_COMM(comm);
+  return register_window(comm, ptr, size, false, win);
+}
+
+ccoResult_t ccoWindowRegisterAlloc(ccoComm* comm, size_t size, ccoWindow_t* win, void** localPtr) {
+  CCO_VALIDATE_COMM(comm);
+  void* ptr = NULL;
+  /* A failed allocation still takes part in the collective, as a bad window. */
+  ccoResult_t allocRes = (size && localPtr) ? ccoMemAlloc(comm, size, &ptr) : ccoInvalidArgument;
+  ccoResult_t res = register_window(comm, allocRes == ccoSuccess ? ptr : NULL, size, true, win);
+  if (res != ccoSuccess) {
+    if (ptr) ccoMemFree(comm, ptr);
+    return allocRes != ccoSuccess ? allocRes : res;
+  }
+  *localPtr = ptr;
+  return ccoSuccess;
+}
+
+ccoResult_t ccoWindowRegisterExternal(ccoComm* comm, void* extPtr, size_t size, ccoWindow_t* win,
+                                      void** localPtr) {
+  CCO_VALIDATE_COMM(comm);
+  void* ptr = NULL;
+  ccoResult_t impRes = localPtr ? ccoMemImport(comm, extPtr, size, &ptr) : ccoInvalidArgument;
+  ccoResult_t res = register_window(comm, impRes == ccoSuccess ? ptr : NULL, size, true, win);
+  if (res != ccoSuccess) {
+    if (ptr) ccoMemFree(comm, ptr);
+    return impRes != ccoSuccess ? impRes : res;
+  }
+  *localPtr = ptr;
+  return ccoSuccess;
+}
+
+ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win) {
+  CCO_VALIDATE_COMM(comm);
+  cco_mem* m = &comm->mem;
+  pthread_mutex_lock(&m->lock);
+  cco_window_rec* w = win ? cco_mem_window_find(m, win) : NULL;
+  if (w) {
+    cco_window_info info = cco_mem_window_info(w);
+    cco_transports_window_removed(comm, &info); /* before the memory goes */
+    cco_mem_window_remove(m, w);
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (!w)
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "ccoWindowDeregister: %p is not a window of this communicator (or was "
+                     "deregistered already)",
+                     (void*)win);
+  return ccoSuccess;
+}
+
+ccoResult_t ccoWindowGetInfo(ccoComm* comm, ccoWindow_t win, ccoWindowDevice* desc, void** localPtr) {
+  CCO_VALIDATE_COMM(comm);
+  cco_mem* m = &comm->mem;
+  pthread_mutex_lock(&m->lock);
+  cco_window_rec* w = win ? cco_mem_window_find(m, win) : NULL;
+  if (w) {
+    if (desc) *desc = w->desc;
+    if (localPtr) *localPtr = w->localPtr;
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (!w)
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "ccoWindowGetInfo: %p is not a window of this communicator", (void*)win);
+  return ccoSuccess;
+}
+
+ccoResult_t ccoGetPeerPtr(ccoComm* comm, const void* localPtr, int peer, void** peerPtr) {
+  CCO_VALIDATE_COMM(comm);
+  if (!peerPtr) return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_MEM, "peerPtr is NULL");
+  int peerLsa = cco_topology_world_to_team(&comm->topo, ccoTeamLsa, peer);
+  if (peerLsa < 0)
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_MEM,
+                     "ccoGetPeerPtr: rank %d is not on this rank's host (not in the LSA team)", peer);
+  return cco_mem_peer_ptr(&comm->mem, localPtr, peerLsa, peerPtr);
+}
