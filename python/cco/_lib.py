@@ -1,9 +1,10 @@
 """Finding libcco and declaring its functions for ctypes.
 
-Nothing here parses C at run time: the result codes and the prototypes are
-written out below, and ``tests/python/test_lib.py`` compares them with the
-header text (``CCO_RESULT_LIST`` and every declaration) so that the two
-cannot drift apart silently.
+Nothing here parses C at run time: the prototypes are written out below
+(the result-code table is in :mod:`cco.errors`), and
+``tests/python/test_lib.py`` compares them with the header text (every
+declaration, and ``CCO_RESULT_LIST``) so that the two cannot drift apart
+silently.
 
 The library is loaded on first use, not at import, so ``import cco`` works
 (and ``cco.errors`` can be used) on a machine that has no libcco yet.
@@ -18,24 +19,12 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from . import _abi
+from .errors import error_for
 
 # ---------------------------------------------------------------- results
 
-# Mirror of CCO_RESULT_LIST in include/cco/cco.h: (C name, value, description).
-RESULT_CODES: Tuple[Tuple[str, int, str], ...] = (
-    ("ccoSuccess", 0, "success"),
-    ("ccoInvalidArgument", 1, "invalid argument"),
-    ("ccoInvalidUsage", 2, "invalid usage"),
-    ("ccoSystemError", 3, "system call failed"),
-    ("ccoCudaError", 4, "CUDA driver error"),
-    ("ccoNetError", 5, "network error"),
-    ("ccoRemoteError", 6, "remote rank failed or closed its connection"),
-    ("ccoTimeout", 7, "timed out"),
-    ("ccoOutOfMemory", 8, "out of memory"),
-    ("ccoUnsupported", 9, "unsupported"),
-    ("ccoInternalError", 10, "internal error"),
-)
-
+# ccoResult_t values the calls below compare with (the whole table, with the
+# descriptions, is errors.RESULT_CODES).
 SUCCESS = 0
 INVALID_ARGUMENT = 1
 INVALID_USAGE = 2
@@ -238,8 +227,6 @@ def version() -> Tuple[int, int, int]:
     v = ctypes.c_int()
     res = load().ccoGetVersion(ctypes.byref(v))
     if res != SUCCESS:
-        from .errors import error_for
-
         raise error_for(res, "ccoGetVersion failed")
     return v.value // 10000, v.value // 100 % 100, v.value % 100
 

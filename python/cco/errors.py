@@ -12,9 +12,26 @@ working: :class:`CCOInvalidArgument` is a ``ValueError`` and
 """
 from __future__ import annotations
 
-from typing import Dict, Type
+from typing import Dict, Tuple, Type
 
-from ._lib import RESULT_CODES
+# This module imports nothing of the package: cco._lib imports it (to raise
+# these classes), so an import back would be a cycle.
+
+# Mirror of CCO_RESULT_LIST in include/cco/cco.h: (C name, value, description).
+# tests/python/test_lib.py compares it with the header text.
+RESULT_CODES: Tuple[Tuple[str, int, str], ...] = (
+    ("ccoSuccess", 0, "success"),
+    ("ccoInvalidArgument", 1, "invalid argument"),
+    ("ccoInvalidUsage", 2, "invalid usage"),
+    ("ccoSystemError", 3, "system call failed"),
+    ("ccoCudaError", 4, "CUDA driver error"),
+    ("ccoNetError", 5, "network error"),
+    ("ccoRemoteError", 6, "remote rank failed or closed its connection"),
+    ("ccoTimeout", 7, "timed out"),
+    ("ccoOutOfMemory", 8, "out of memory"),
+    ("ccoUnsupported", 9, "unsupported"),
+    ("ccoInternalError", 10, "internal error"),
+)
 
 
 class CCOError(Exception):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU suite's programs that choose no GPU themselves (examples 02, 03,
-# 04 and 06, the demo, the torch import and the Python package), shared by
+# 04 and 05, the demo, the torch import and the Python package), shared by
 # run_gpu_tests.sh (ranks sharing one GPU under MPS) and run_multi_gpu.sh
 # (one process per GPU): each rank's communicator takes GPU CCO_LOCAL_RANK.
 # The caller defines `suite_run NAME LOG COMMAND...`.
@@ -14,8 +14,8 @@ suite_programs() {
     "$bin/ccorun" -t 120 -n "$n" "$bin/cco-example-03-lsa-allreduce"
   suite_run "example 04: SDMA all-gather, $n $label" "example_04_$n.txt" \
     "$bin/ccorun" -t 120 -n "$n" "$bin/cco-example-04-sdma-allgather"
-  suite_run "example 06: GDA put + signal, $n $label on two virtual hosts" "example_06_$n.txt" \
-    "$bin/ccorun" -t 120 -n "$n" --virtual-hosts 2 -p "$bin/cco-example-06-gda-put"
+  suite_run "example 05: GDA put + signal, $n $label on two virtual hosts" "example_05_$n.txt" \
+    "$bin/ccorun" -t 120 -n "$n" --virtual-hosts 2 -p "$bin/cco-example-05-gda-put"
   suite_run "demo, $n $label on two virtual hosts" "demo_$n.txt" \
     "$bin/ccorun" -t 120 -n "$n" --virtual-hosts 2 "$bin/cco-demo"
   store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)

@@ -238,7 +238,7 @@ def check_examples(comm: Communicator) -> bool:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), env.get("PYTHONPATH")]))
         env.setdefault("CCO_LIBRARY", cco.library_path())
-        for name, args in [("01_barrier.py", []), ("02_lsa_put.py", []), ("05_lsa_allreduce.py", [])]:
+        for name, args in [("01_barrier.py", []), ("02_lsa_put.py", []), ("03_lsa_allreduce.py", [])]:
             cmd = [str(ccorun), "-t", "100", "-p", "-n", str(comm.size), sys.executable,
                    str(REPO / "examples" / "python" / name)] + args
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=110)
@@ -272,7 +272,7 @@ def main() -> int:
                 lambda: check_symmetric_tensor_import(comm))
         r.check("pluggable allocator pool: torch.empty lands in the flat VA",
                 lambda: check_pluggable_allocator_pool(comm))
-        r.check("examples 01, 02, 05 (cuda)", lambda: check_examples(comm))
+        r.check("examples 01, 02, 03 (cuda)", lambda: check_examples(comm))
         counts = comm.allgather(bytes([r.passed, len(r.failed)]))
         passed = sum(c[0] for c in counts)
         failed = sum(c[1] for c in counts)

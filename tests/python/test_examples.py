@@ -16,7 +16,7 @@ EXAMPLES = REPO / "examples" / "python"
 @pytest.mark.parametrize("example,args", [
     ("01_barrier.py", []),
     ("02_lsa_put.py", ["--bytes", "4096", "--iters", "3"]),
-    ("05_lsa_allreduce.py", ["--count", "10000", "--iters", "3"]),
+    ("03_lsa_allreduce.py", ["--count", "10000", "--iters", "3"]),
 ])
 def test_example_under_ccorun(example, args, n):
     proc = run_ranks(n, [str(EXAMPLES / example)] + args)

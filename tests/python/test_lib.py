@@ -25,12 +25,12 @@ def header_result_list():
 
 
 def test_result_table_matches_header():
-    assert header_result_list() == _lib.RESULT_CODES
-    assert len(_lib.RESULT_CODES) >= 11
+    assert header_result_list() == errors.RESULT_CODES
+    assert len(errors.RESULT_CODES) >= 11
 
 
 def test_one_exception_class_per_result_code():
-    for name, value, desc in _lib.RESULT_CODES:
+    for name, value, desc in errors.RESULT_CODES:
         if value == 0:
             continue
         cls = errors.ERRORS_BY_CODE[value]
@@ -43,7 +43,7 @@ def test_one_exception_class_per_result_code():
 
 def test_library_strings_match_table():
     lib = _lib.load()
-    for _, value, desc in _lib.RESULT_CODES:
+    for _, value, desc in errors.RESULT_CODES:
         assert lib.ccoGetErrorString(value).decode() == desc
     assert lib.ccoGetErrorString(999).decode() == "unknown result"
     unknown = errors.error_for(999, "x")

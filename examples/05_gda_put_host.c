@@ -1,10 +1,10 @@
 /*
- * Example 06, host twin: GDA put + signal / wait on the host platform.
+ * Example 05, host twin: GDA put + signal / wait on the host platform.
  *
- *   ccorun -n 4 --virtual-hosts 2 build/bin/cco-example-06-gda-put-host
- *   ccorun -n 2 build/bin/cco-example-06-gda-put-host      (one host: FULL)
+ *   ccorun -n 4 --virtual-hosts 2 build/bin/cco-example-05-gda-put-host
+ *   ccorun -n 2 build/bin/cco-example-05-gda-put-host      (one host: FULL)
  *
- * The same steps as examples/06_gda_put.cu, with one CPU thread per rank as
+ * The same steps as examples/05_gda_put.cu, with one CPU thread per rank as
  * the block (a CPU thread is a block of one to the device API):
  *
  * 1. Each rank puts its block into the window of the next member of its

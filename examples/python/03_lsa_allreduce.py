@@ -1,4 +1,4 @@
-"""05: a one-shot all-reduce (sum) over LSA, with barriers.
+"""03: a one-shot all-reduce (sum) over LSA, with barriers.
 
 Each rank writes its input into its window; after a barrier every rank
 reads every LSA peer's input straight from the peer's memory (peer
@@ -16,7 +16,7 @@ elements, the latency-optimal choice for small messages.
 The sum is checked against the expected values on every rank. With ranks
 on several hosts it reduces within each host (the LSA team).
 
-    build/bin/ccorun -n 4 python3 examples/python/05_lsa_allreduce.py [--count N] [--iters N]
+    build/bin/ccorun -n 4 python3 examples/python/03_lsa_allreduce.py [--count N] [--iters N]
 """
 import argparse
 import os
@@ -132,7 +132,7 @@ def main() -> int:
         else:
             wrong, seconds = run_host(comm, win, args.count, args.iters)
         total = sum(int.from_bytes(v, "little") for v in comm.allgather(wrong.to_bytes(8, "little")))
-        print(f"05_lsa_allreduce rank {comm.rank}/{comm.size} ({comm.platform}): {args.count} floats "
+        print(f"03_lsa_allreduce rank {comm.rank}/{comm.size} ({comm.platform}): {args.count} floats "
               f"over {comm.lsa_size} LSA ranks, {seconds * 1e6:.0f} us per all-reduce; {wrong} wrong "
               f"here, {total} in the job; {'ok' if total == 0 else 'FAILED'}", flush=True)
     finalize()

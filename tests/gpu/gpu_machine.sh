@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds cco on the GPU machine, runs the CPU and GPU test suites and the
 # benchmarks, and writes every log under $OUT (or ./gpu-logs).
-# Usage: bash bench/gpu_machine.sh [tests|bench|all]
+# Usage: bash tests/gpu/gpu_machine.sh [tests|bench|all]
+# The paths below are the repository's: the script runs from its root,
+# wherever it is called from ($OUT or ./gpu-logs stays relative to the caller).
 set -u
 what=${1:-all}
 out=${OUT:-$PWD/gpu-logs}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 build=/tmp/cco-build
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"

@@ -1,6 +1,6 @@
-// Example 06: GDA put + signal / wait from a kernel (the guide's cpp/02).
+// Example 05: GDA put + signal / wait from a kernel (the guide's cpp/02).
 //
-//   ccorun -n 4 --virtual-hosts 2 build/bin/cco-example-06-gda-put
+//   ccorun -n 4 --virtual-hosts 2 build/bin/cco-example-05-gda-put
 //   (two virtual hosts on one machine; several ranks on one GPU need MPS)
 //
 // One block per rank. The block puts this rank's block into the window of
@@ -12,7 +12,7 @@
 // flushes, so its source may be rewritten. The kernel posts a descriptor;
 // this rank's proxy thread moves the data over the network engine (staged
 // through pinned buffers for GPU memory, see docs/gda.md). The host copies
-// the received block back and checks it. examples/06_gda_put_host.c runs the
+// the received block back and checks it. examples/05_gda_put_host.c runs the
 // same steps on CPU threads.
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -60,7 +60,7 @@ int main(void) {
   ccoCommNodeCount(comm, &nNodes);
   ccoCommPlatform(comm, &platform);
   if (platform != ccoPlatformCuda) {
-    fprintf(stderr, "rank %d: no CUDA platform here; cco-example-06-gda-put-host runs the same example on CPUs\n",
+    fprintf(stderr, "rank %d: no CUDA platform here; cco-example-05-gda-put-host runs the same example on CPUs\n",
             g_rank);
     ccoCommDestroy(comm);
     return 1;
