@@ -18,7 +18,15 @@
 
 #include "cco/cco.h"
 
+/* A program of several files counts its checks once: each file defines
+ * MP_UTIL_SHARED_COUNTS before including this header, and one of them
+ * defines mp_passed, mp_failed and mp_check_lock. */
+#ifdef MP_UTIL_SHARED_COUNTS
+extern int mp_passed, mp_failed;
+extern pthread_mutex_t mp_check_lock;
+#else
 static int mp_passed, mp_failed;
+#endif
 
 #define MP_CHECK(cond, ...)                                   \
   do {                                                        \
@@ -34,7 +42,9 @@ static int mp_passed, mp_failed;
 
 /* MP_CHECK for tests whose threads (ranks as threads, helper threads)
  * check at once: the counters are plain ints, so checks take turns. */
+#ifndef MP_UTIL_SHARED_COUNTS
 static pthread_mutex_t mp_check_lock __attribute__((unused)) = PTHREAD_MUTEX_INITIALIZER;
+#endif
 #define MP_CHECK_MT(cond, ...)          \
   do {                                  \
     pthread_mutex_lock(&mp_check_lock); \
