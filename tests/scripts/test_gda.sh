@@ -185,6 +185,19 @@ show '^kill:'
 check "rank 1 of one host killed, direct path, full" kill_rank 1 direct --conn full
 show '^kill:'
 
+# ------------------------------------------------------------ example 05
+# The host twin of the GDA example, over two virtual hosts: every rank says
+# its puts were verified, and the job exits 0.
+example_ok() { # nRanks
+  "$bin/ccorun" -t 120 -n "$1" --virtual-hosts 2 "$bin/cco-example-05-gda-put-host" >"$tmp/ex.out" 2>&1
+  local rc=$?
+  cat "$tmp/ex.out"
+  [ $rc -eq 0 ] && [ "$(grep -c 'GDA puts to rank [0-9]* verified$' "$tmp/ex.out")" -eq "$1" ]
+}
+for n in 2 4; do
+  check "cco-example-05-gda-put-host with $n ranks on 2 virtual hosts" example_ok "$n"
+done
+
 # ---------------------------------------------------- network namespaces
 netns_ok=0
 if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null; then
