@@ -21,21 +21,12 @@
 
 #include "base/error.h"
 #include "boot/socket.h"
-#include "cco/cco.h"
+#include "boot/uniqueid.h"
 #include "boot/wire.h"
+#include "cco/cco.h"
 
 #define CCO_BOOTSTRAP_MAX_LINKS 31
 
-/* What the unique id carries. */
-typedef struct {
-  cco_sockaddr root;
-  uint8_t secret[CCO_WIRE_SECRET_BYTES];
-} cco_id_info;
-
-/* Id layout: magic "CCOI", version u16, family u16 (4|6), port u16, 2 bytes
- * zero, addr[16], scope u32, secret[16], reserved (zero). */
-void cco_uniqueid_encode(const cco_id_info* info, ccoUniqueId* id);
-int cco_uniqueid_decode(const ccoUniqueId* id, cco_id_info* info); /* CCO_WIRE_* */
 
 typedef struct {
   int rank;

@@ -1,4 +1,4 @@
-/* Unique id: minting, and its hex text form. */
+/* Unique id: its bytes, minting, and its hex text form. */
 #include <ctype.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -6,10 +6,43 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "boot/bootstrap.h"
+#include "boot/uniqueid.h"
+
 #include "base/env.h"
 #include "base/error.h"
 #include "boot/socket.h"
+
+static const uint8_t g_id_magic[4] = {'C', 'C', 'O', 'I'};
+
+/* ---------------------------------------------------------------- ids --- */
+
+void cco_uniqueid_encode(const cco_id_info* info, ccoUniqueId* id) {
+  uint8_t* p = (uint8_t*)id->internal;
+  uint8_t addr[CCO_WIRE_ADDR_BYTES];
+  memset(id, 0, sizeof(*id));
+  memcpy(p, g_id_magic, 4);
+  cco_wire_put_u16(p + 4, CCO_WIRE_VERSION);
+  cco_wire_encode_addr(&info->root, addr); /* family, port, addr, scope */
+  memcpy(p + 6, addr, 4);                  /* family u16, port u16 */
+  memcpy(p + 12, addr + 4, 20);            /* addr[16], scope u32 */
+  memcpy(p + 32, info->secret, CCO_WIRE_SECRET_BYTES);
+}
+
+int cco_uniqueid_decode(const ccoUniqueId* id, cco_id_info* info) {
+  const uint8_t* p = (const uint8_t*)id->internal;
+  if (memcmp(p, g_id_magic, 4) != 0) return CCO_WIRE_EMAGIC;
+  if (cco_wire_get_u16(p + 4) != CCO_WIRE_VERSION) return CCO_WIRE_EVERSION;
+  uint8_t addr[CCO_WIRE_ADDR_BYTES];
+  memcpy(addr, p + 6, 4);
+  memcpy(addr + 4, p + 12, 20);
+  cco_id_info out;
+  int err = cco_wire_decode_addr(addr, sizeof(addr), &out.root);
+  if (err != CCO_WIRE_OK) return err;
+  if (cco_sockaddr_port(&out.root) == 0) return CCO_WIRE_EVALUE;
+  memcpy(out.secret, p + 32, CCO_WIRE_SECRET_BYTES);
+  *info = out;
+  return CCO_WIRE_OK;
+}
 
 static ccoResult_t random_bytes(uint8_t* out, size_t n) {
   size_t got = 0;
