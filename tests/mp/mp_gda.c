@@ -1,6 +1,6 @@
 /*
- * GDA on the host platform, through the scale-out device API itself
- * (cco_scale_out.h compiled for the host: "kernels" are CPU threads, a
+ * GDA on the host platform, through the GDA device API itself
+ * (cco_gda.h compiled for the host: "kernels" are CPU threads, a
  * thread is a warp and a block of one). The proxy thread of each rank runs
  * the posts on the network engine (libfabric, tcp;ofi_rxm by default), on
  * the direct or the staged path (CCO_GDA_PATH). One process per rank.
@@ -99,7 +99,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 
-#include "cco/cco_scale_out.h"
+#include "cco/cco_gda.h"
 #include "mp_pattern.h"
 #include "mp_util.h"
 #include "transport/net/net.h"
@@ -156,7 +156,7 @@ typedef struct {
   int probe;
 } options;
 
-static options g_opt = {NULL, NULL, 0, CCO_GDA_CONNECTION_CROSSNODE, 300, 1000, 0};
+static options g_opt = {NULL, NULL, 0, ccoGdaConnectionCrossNode, 300, 1000, 0};
 
 #define CHECK(...) MP_CHECK_MT(__VA_ARGS__)
 
@@ -231,9 +231,9 @@ static int has_gda(const rank_ctx* c) { return c->dc.gda != 0; }
 /* Whether rank a has an endpoint to rank b under the connection type. */
 static int expect_peer(const rank_ctx* c, int a, int b) {
   switch (g_opt.conn) {
-    case CCO_GDA_CONNECTION_FULL: return 1;
-    case CCO_GDA_CONNECTION_CROSSNODE: return c->nodeOf[a] != c->nodeOf[b];
-    case CCO_GDA_CONNECTION_RAIL: return a != b && c->lsaOf[a] == c->lsaOf[b];
+    case ccoGdaConnectionFull: return 1;
+    case ccoGdaConnectionCrossNode: return c->nodeOf[a] != c->nodeOf[b];
+    case ccoGdaConnectionRail: return a != b && c->lsaOf[a] == c->lsaOf[b];
     default: return 0;
   }
 }
@@ -780,7 +780,7 @@ static size_t bar_src(int r, int round) { return 8u * (size_t)(round * 131 + r *
 
 static void test_barrier(rank_ctx* c) {
   if (!has_gda(c) || !step_begin(c, "barrier", 90)) return;
-  ccoTeam_t rail = c->dc.teams[ccoTeamRail];
+  ccoTeam rail = c->dc.teams[ccoTeamRail];
   ccoGda g = ccoGdaHandle(&c->dc, 0, ccoGdaDoorbellImmediate);
   ccoGda deferred = ccoGdaHandle(&c->dc, 0, ccoGdaDoorbellDeferred);
   /* Misuse first (nothing is posted). */
@@ -1055,7 +1055,7 @@ static void test_conn(rank_ctx* c) {
   barrier(c);
   const ccoDevComm* dc = &c->dc;
   ccoGda g = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
-  int wantGda = g_opt.conn == CCO_GDA_CONNECTION_FULL || (g_opt.conn != CCO_GDA_CONNECTION_NONE && c->nNodes > 1);
+  int wantGda = g_opt.conn == ccoGdaConnectionFull || (g_opt.conn != ccoGdaConnectionNone && c->nNodes > 1);
   CHECK(has_gda(c) == wantGda, "rank %d: conn: dc.gda is %s with %d hosts and connection type %u", c->rank,
         has_gda(c) ? "set" : "0", c->nNodes, g_opt.conn);
   CHECK(dc->gdaConnectionType == g_opt.conn, "rank %d: dc.gdaConnectionType %u, asked for %u", c->rank,
@@ -1093,7 +1093,7 @@ static void test_conn(rank_ctx* c) {
   for (int q = 0; q < c->nRanks; q++)
     if (ccoGdaHasPeer(&g, q) != expect_peer(c, c->rank, q)) tableWrong++;
   CHECK(tableWrong == 0, "rank %d: %ld entries of the endpoint table differ from the topology", c->rank, tableWrong);
-  ccoTeam_t team = dc->teams[ccoGdaTeamKind(dc)];
+  ccoTeam team = dc->teams[ccoGdaTeamKind(dc)];
   int inTeam = 0;
   for (int i = 0; i < team.nRanks; i++) {
     int q = ccoGdaTeamPeer(dc, i);
@@ -1289,10 +1289,10 @@ static int parse(int argc, char** argv) {
       g_opt.probe = 1;
     } else if (!strcmp(a, "--conn") && v) {
       i++;
-      if (!strcmp(v, "full")) g_opt.conn = CCO_GDA_CONNECTION_FULL;
-      else if (!strcmp(v, "crossnode")) g_opt.conn = CCO_GDA_CONNECTION_CROSSNODE;
-      else if (!strcmp(v, "rail")) g_opt.conn = CCO_GDA_CONNECTION_RAIL;
-      else if (!strcmp(v, "none")) g_opt.conn = CCO_GDA_CONNECTION_NONE;
+      if (!strcmp(v, "full")) g_opt.conn = ccoGdaConnectionFull;
+      else if (!strcmp(v, "crossnode")) g_opt.conn = ccoGdaConnectionCrossNode;
+      else if (!strcmp(v, "rail")) g_opt.conn = ccoGdaConnectionRail;
+      else if (!strcmp(v, "none")) g_opt.conn = ccoGdaConnectionNone;
       else return 0;
     } else if (!strcmp(a, "--only") && v) {
       g_opt.only = argv[++i];
