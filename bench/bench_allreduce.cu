@@ -42,7 +42,7 @@ int main(void) {
   ccoWindow_t win = NULL;
   void* local = NULL;
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   reqs.lsaBarrierCount = MAX_PARTS;
   ccoDevComm dc;
   CCO_OK(ccoWindowRegisterAlloc(comm, 2 * maxBytes, &win, &local));

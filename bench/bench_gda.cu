@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "bench_common.cuh"
-#include "cco/cco_scale_out.h"
+#include "cco/cco_gda.h"
 extern "C" {
 #include "transport/net/net.h"
 }
@@ -42,7 +42,7 @@ extern "C" {
 static ccoComm* comm;
 static int rank;
 
-__device__ static uint64_t dev_now(void) { return cco_clock_ns(); }
+__device__ static uint64_t dev_now(void) { return cco_impl_clock_ns(); }
 
 // ------------------------------------------------------------------ barrier
 
@@ -82,8 +82,8 @@ __global__ void raw_round_trip(uint64_t* toHost, const uint64_t* fromHost, int i
   for (int i = -100; i < iters; i++) {
     if (i == 0) t0 = dev_now();
     uint64_t v = (uint64_t)(i + 101);
-    cco_st_release_u64(toHost, v);
-    while (cco_ld_acquire_u64(fromHost) != v) {
+    ccoSignalStore(toHost, v);
+    while (ccoSignalLoad(fromHost) != v) {
     }
   }
   *ns = dev_now() - t0;
@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
+  reqs.gdaConnectionType = ccoGdaConnectionFull;
   // Slots per ring; the message-rate figure posts 16384, so credits come
   // into play below that. CCO_BENCH_GDA_DEPTH overrides (a power of two).
   reqs.gdaQueueDepth = getenv("CCO_BENCH_GDA_DEPTH") ? (uint32_t)atoi(getenv("CCO_BENCH_GDA_DEPTH")) : 4096;

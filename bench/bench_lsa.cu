@@ -126,9 +126,9 @@ __global__ void pingpong_cco(ccoDevComm dc, ccoWindow_t win, int role, uint64_t 
   ccoWindowDevice w = *win;
   uint64_t* mine = (uint64_t*)ccoGetLocalPtr(&w, kSigOff);
   uint64_t* theirs = (uint64_t*)ccoGetLsaPeerPtr(&w, 1 - role, kSigOff);
-  uint64_t t0 = cco_clock_ns();
+  uint64_t t0 = cco_impl_clock_ns();
   for (uint32_t i = 1; i <= warm + iters; i++) {
-    if (i == warm + 1) t0 = cco_clock_ns();
+    if (i == warm + 1) t0 = cco_impl_clock_ns();
     uint64_t v = base + i;
     if (role == 0) ccoLsaSignalStore(&dc, theirs, v);
     if (ccoSignalWaitUntil(&dc, mine, v, 0) != ccoDevSuccess) {
@@ -137,7 +137,7 @@ __global__ void pingpong_cco(ccoDevComm dc, ccoWindow_t win, int role, uint64_t 
     }
     if (role == 1) ccoLsaSignalStore(&dc, theirs, v);
   }
-  *ns = cco_clock_ns() - t0;
+  *ns = cco_impl_clock_ns() - t0;
 }
 
 // The same with raw volatile accesses: a fence before the flag store
@@ -147,9 +147,9 @@ __global__ void pingpong_raw(ccoWindow_t win, int role, uint64_t base, uint32_t 
   ccoWindowDevice w = *win;
   volatile uint64_t* mine = (volatile uint64_t*)ccoGetLocalPtr(&w, kRawSigOff);
   volatile uint64_t* theirs = (volatile uint64_t*)ccoGetLsaPeerPtr(&w, 1 - role, kRawSigOff);
-  uint64_t t0 = cco_clock_ns();
+  uint64_t t0 = cco_impl_clock_ns();
   for (uint32_t i = 1; i <= warm + iters; i++) {
-    if (i == warm + 1) t0 = cco_clock_ns();
+    if (i == warm + 1) t0 = cco_impl_clock_ns();
     uint64_t v = base + i;
     if (role == 0) {
       __threadfence_system();
@@ -162,7 +162,7 @@ __global__ void pingpong_raw(ccoWindow_t win, int role, uint64_t base, uint32_t 
       *theirs = v;
     }
   }
-  *ns = cco_clock_ns() - t0;
+  *ns = cco_impl_clock_ns() - t0;
 }
 
 static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, int rank, int size, int lsaRank, cudaStream_t st,
@@ -202,15 +202,15 @@ static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, int rank, int 
 __global__ void barrier_cco(ccoDevComm dc, uint32_t index, uint32_t warm, uint32_t iters, unsigned long long* ns,
                             unsigned int* bad) {
   ccoLsaBarrierSession s = ccoLsaBarrierSessionInit(&dc, index, ccoCoopBlock);
-  uint64_t t0 = cco_clock_ns();
+  uint64_t t0 = cco_impl_clock_ns();
   for (uint32_t i = 0; i < warm + iters; i++) {
-    if (i == warm) t0 = cco_clock_ns();
+    if (i == warm) t0 = cco_impl_clock_ns();
     if (ccoLsaBarrierSync(&s) != ccoDevSuccess) {
       if (threadIdx.x == 0) *bad = 1;
       break;
     }
   }
-  uint64_t t1 = cco_clock_ns();
+  uint64_t t1 = cco_impl_clock_ns();
   ccoLsaBarrierSessionEnd(&s);
   if (threadIdx.x == 0) *ns = t1 - t0;
 }
@@ -224,9 +224,9 @@ __global__ void barrier_raw(ccoWindow_t win, uint32_t epoch0, uint32_t warm, uin
   volatile uint32_t* inbox = (volatile uint32_t*)ccoGetLocalPtr(&w, kRawBarOff);
   volatile uint32_t* slot = tid < n ? (volatile uint32_t*)ccoGetLsaPeerPtr(&w, (int)tid, kRawBarOff + me * 4u) : 0;
   uint32_t e = epoch0;
-  uint64_t t0 = cco_clock_ns();
+  uint64_t t0 = cco_impl_clock_ns();
   for (uint32_t i = 0; i < warm + iters; i++) {
-    if (i == warm) t0 = cco_clock_ns();
+    if (i == warm) t0 = cco_impl_clock_ns();
     e++;
     __syncthreads();
     if (tid < n) {
@@ -238,7 +238,7 @@ __global__ void barrier_raw(ccoWindow_t win, uint32_t epoch0, uint32_t warm, uin
     }
     __syncthreads();
   }
-  if (tid == 0) *ns = cco_clock_ns() - t0;
+  if (tid == 0) *ns = cco_impl_clock_ns() - t0;
 }
 
 static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, int rank, int size, cudaStream_t st,
@@ -287,7 +287,7 @@ int main(void) {
   }
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 1;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm dc;
   CCO_OK(ccoDevCommCreate(comm, &reqs, &dc));
   ccoWindow_t win;

@@ -19,7 +19,7 @@
 #include <pthread.h>
 
 #include "bench_common.cuh"
-#include "cco/cco_device.h"
+#include "cco/cco_sdma.h"
 
 static ccoComm* comm;
 
@@ -143,7 +143,7 @@ int main(void) {
     return 2;
   }
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm dc;
   CCO_OK(ccoDevCommCreate(comm, &reqs, &dc));
   const size_t maxBytes = 1u << 30;

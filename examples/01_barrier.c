@@ -54,7 +54,7 @@ int main(void) {
   memset(&devComm, 0, sizeof(devComm)); /* magic 0: not created */
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 1;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
 
   int good = OK(ccoMemAlloc(comm, WINDOW_BYTES, &ptr)) && OK(ccoWindowRegister(comm, ptr, WINDOW_BYTES, &win)) &&
              OK(ccoDevCommCreate(comm, &reqs, &devComm));

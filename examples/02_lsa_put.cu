@@ -86,7 +86,7 @@ int main(void) {
   memset(&dc, 0, sizeof(dc));
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 1;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   uint64_t* host = (uint64_t*)malloc(BLOCK_BYTES);
   ccoDevStatus_t* status = NULL;
   int good = host != NULL && CUDA_OK(cudaMalloc(&status, sizeof(*status))) &&

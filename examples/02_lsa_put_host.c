@@ -91,7 +91,7 @@ int main(void) {
   void* local = NULL;
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 1;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   int good = OK(ccoWindowRegisterAlloc(comm, BLOCK_BYTES * (size_t)(lsaSize + 1), &k.win, &local)) &&
              OK(ccoDevCommCreate(comm, &reqs, &k.dc));
   for (int round = 0; good && round < ROUNDS; round++) good = run_round(comm, &k, (char*)local, lsaRank, lsaSize, round);

@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   memset(&dc, 0, sizeof(dc));
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = (uint32_t)o.parts;  // one barrier per block
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   void* host = malloc(areaBytes);
   ccoDevStatus_t* status = NULL;
   int good = host != NULL && CUDA_OK(cudaMalloc(&status, sizeof(*status) * MAX_PARTS)) &&

@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   memset(&dc, 0, sizeof(dc));
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = (uint32_t)o.parts; /* one barrier per block */
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   int good = bf16_helpers_ok() && OK(ccoWindowRegisterAlloc(comm, 2 * areaBytes, &win, &local)) &&
              OK(ccoDevCommCreate(comm, &reqs, &dc));
   size_t bad = 0;

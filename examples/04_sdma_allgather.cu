@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "cco/cco.h"
-#include "cco/cco_device.h"
+#include "cco/cco_sdma.h"
 #include "example_util.h"
 
 #define BLOCK_BYTES (4u << 20)  // per rank
@@ -106,7 +106,7 @@ int main(void) {
   ccoDevComm dc;
   memset(&dc, 0, sizeof(dc));
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   reqs.sdmaQueueCount = 1;  // one queue per peer is all this needs
   uint64_t* host = (uint64_t*)malloc(BLOCK_BYTES);
   ccoDevStatus_t* status = NULL;

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "cco/cco.h"
-#include "cco/cco_device.h"
+#include "cco/cco_sdma.h"
 #include "example_util.h"
 
 #define BLOCK_BYTES (256u << 10) /* per rank */
@@ -105,7 +105,7 @@ int main(void) {
   k.dstOff = BLOCK_BYTES; /* then lsaSize blocks, one per sender */
   void* local = NULL;
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   reqs.sdmaQueueCount = 1; /* one queue per peer is all this needs */
   int good = OK(ccoWindowRegisterAlloc(comm, BLOCK_BYTES * (size_t)(lsaSize + 1), &k.win, &local)) &&
              OK(ccoDevCommCreate(comm, &reqs, &k.dc));

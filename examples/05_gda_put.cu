@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "cco/cco.h"
-#include "cco/cco_scale_out.h"
+#include "cco/cco_gda.h"
 #include "example_util.h"
 
 #define BLOCK_BYTES (4u << 20)
@@ -66,7 +66,7 @@ int main(void) {
     return 1;
   }
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = nNodes > 1 ? CCO_GDA_CONNECTION_CROSSNODE : CCO_GDA_CONNECTION_FULL;
+  reqs.gdaConnectionType = nNodes > 1 ? ccoGdaConnectionCrossNode : ccoGdaConnectionFull;
   reqs.gdaSignalCount = 1;
   ccoWindow_t win = NULL;
   void* local = NULL;
@@ -78,7 +78,7 @@ int main(void) {
              OK(ccoWindowRegisterAlloc(comm, 2 * (size_t)BLOCK_BYTES, &win, &local)) &&
              OK(ccoDevCommCreate(comm, &reqs, &dc));
   ccoTeamKind_t kind = nNodes > 1 ? ccoTeamRail : ccoTeamWorld;
-  ccoTeam_t team = dc.teams[kind];
+  ccoTeam team = dc.teams[kind];
   int next = -1, prev = -1;
   if (good) {
     ccoTeamRankToWorld(comm, kind, (team.rank + 1) % team.nRanks, &next);

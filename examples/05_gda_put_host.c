@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "cco/cco.h"
-#include "cco/cco_scale_out.h"
+#include "cco/cco_gda.h"
 #include "example_util.h"
 
 #define BLOCK_BYTES (1u << 20)
@@ -74,7 +74,7 @@ int main(void) {
   ccoCommNodeCount(comm, &nNodes);
   g_rank = rank;
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = nNodes > 1 ? CCO_GDA_CONNECTION_CROSSNODE : CCO_GDA_CONNECTION_FULL;
+  reqs.gdaConnectionType = nNodes > 1 ? ccoGdaConnectionCrossNode : ccoGdaConnectionFull;
   reqs.gdaSignalCount = 1;
   put_kernel k;
   memset(&k, 0, sizeof(k));
@@ -84,7 +84,7 @@ int main(void) {
   /* A ring over the rail team (this rank's counterparts on the other hosts,
    * all GDA peers under CROSSNODE), or over the world on a single host. */
   ccoTeamKind_t kind = nNodes > 1 ? ccoTeamRail : ccoTeamWorld;
-  ccoTeam_t team = k.dc.teams[kind];
+  ccoTeam team = k.dc.teams[kind];
   int next = ok ? ccoDevTeamRankToWorld(&k.dc, kind, (team.rank + 1) % team.nRanks) : -1;
   int prev = ok ? ccoDevTeamRankToWorld(&k.dc, kind, (team.rank + team.nRanks - 1) % team.nRanks) : -1;
   if (ok && (next == rank || team.nRanks < 2)) {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "cco/cco.h"
-#include "cco/cco_scale_out.h"
+#include "cco/cco_device_all.h"
 #include "demo_gpu.h"
 
 #define CHECK(call)                                                                   \
@@ -147,7 +147,7 @@ static long sdma_step(ccoComm* comm, double* gbps) {
   CHECK(ccoCommLsaSize(comm, &lsaSize));
   CHECK(ccoCommPlatform(comm, &platform));
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm dc;
   CHECK(ccoDevCommCreate(comm, &reqs, &dc));
   if (!dc.sdma) {
@@ -213,7 +213,7 @@ static long gda_step(ccoComm* comm, double* gbps, int* peerOut) {
   void* local;
   CHECK(ccoWindowRegisterAlloc(comm, 2 * block, &win, &local));
   CHECK(ccoDevCommCreate(comm, &reqs, &dc));
-  ccoTeam_t rail;
+  ccoTeam rail;
   int peer, prev;
   CHECK(ccoCommTeam(comm, ccoTeamRail, &rail));
   CHECK(ccoTeamRankToWorld(comm, ccoTeamRail, (rail.rank + 1) % rail.nRanks, &peer));
@@ -301,7 +301,7 @@ int main(void) {
   CHECK(ccoBootstrapAllGather(comm, &mine, all, sizeof(mine)));
 
   if (rank == 0) {
-    ccoTeam_t teams[ccoNumTeams];
+    ccoTeam teams[ccoNumTeams];
     for (int k = 0; k < ccoNumTeams; k++) CHECK(ccoCommTeam(comm, (ccoTeamKind_t)k, &teams[k]));
     printf("cco-demo: %d ranks on %d host(s); communicator created in %.1f ms\n", size, nNodes,
            createMs);

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cco/cco_scale_out.h"
+#include "cco/cco_device_all.h"
 #include "demo_gpu.h"
 
 __device__ __host__ static inline uint64_t demo_pattern(int writer, size_t i) {

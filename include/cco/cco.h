@@ -135,10 +135,10 @@ ccoResult_t ccoCommNodeIndex(const ccoComm* comm, int* node);
 /* Teams                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* ccoTeamKind_t and ccoTeam_t are defined in cco/cco_devcomm.h (shared
+/* ccoTeamKind_t and ccoTeam are defined in cco/cco_devcomm.h (shared
  * with device code). */
 
-ccoResult_t ccoCommTeam(const ccoComm* comm, ccoTeamKind_t kind, ccoTeam_t* team);
+ccoResult_t ccoCommTeam(const ccoComm* comm, ccoTeamKind_t kind, ccoTeam* team);
 ccoResult_t ccoTeamRankToWorld(const ccoComm* comm, ccoTeamKind_t kind, int teamRank,
                                int* worldRank);
 /* ccoInvalidArgument when worldRank is not a member of the team. */

@@ -28,20 +28,20 @@ typedef enum {
  * the members do not form an arithmetic progression in world ranks; then
  * translate through the member table (ccoTeamRankToWorld on the host,
  * ccoDevTeamRankToWorld on the device). */
-typedef struct {
+typedef struct ccoTeam {
   int32_t nRanks;
   int32_t rank;
   int32_t stride;
-} ccoTeam_t;
+} ccoTeam;
 #endif
 
 /* ------------------------------------------------------------ requirements */
 
 typedef enum {
-  CCO_GDA_CONNECTION_NONE = 0,      /* no network endpoints */
-  CCO_GDA_CONNECTION_CROSSNODE = 1, /* endpoints to ranks on other hosts (default) */
-  CCO_GDA_CONNECTION_FULL = 2,      /* endpoints to every rank, this host included */
-  CCO_GDA_CONNECTION_RAIL = 3,      /* endpoints to the rail team */
+  ccoGdaConnectionNone = 0,      /* no network endpoints */
+  ccoGdaConnectionCrossNode = 1, /* endpoints to ranks on other hosts (default) */
+  ccoGdaConnectionFull = 2,      /* endpoints to every rank, this host included */
+  ccoGdaConnectionRail = 3,      /* endpoints to the rail team */
 } ccoGdaConnectionType_t;
 
 #define CCO_DEV_COMM_REQUIREMENTS_MAGIC 0x43435251u /* "QRCC" */
@@ -55,7 +55,7 @@ typedef struct {
   uint32_t size;    /* sizeof(ccoDevCommRequirements) */
   uint32_t magic;   /* CCO_DEV_COMM_REQUIREMENTS_MAGIC */
   uint32_t version; /* CCO_DEV_COMM_REQUIREMENTS_VERSION */
-  uint32_t gdaConnectionType;   /* ccoGdaConnectionType_t; default CROSSNODE */
+  uint32_t gdaConnectionType;   /* ccoGdaConnectionType_t; default ccoGdaConnectionCrossNode */
   uint32_t gdaContextCount;     /* 1..64 GDA contexts (queues) per peer; default 1 */
   uint32_t gdaSignalCount;      /* 0..1048576 GDA signal slots; default 64 */
   uint32_t gdaCounterCount;     /* 0..1048576 GDA counters; default 64 */
@@ -71,7 +71,7 @@ typedef struct {
 #define CCO_DEV_COMM_REQUIREMENTS_INITIALIZER                                                     \
   {                                                                                               \
     (uint32_t)sizeof(ccoDevCommRequirements), CCO_DEV_COMM_REQUIREMENTS_MAGIC,                    \
-        CCO_DEV_COMM_REQUIREMENTS_VERSION, CCO_GDA_CONNECTION_CROSSNODE, 1, 64, 64, 1024, 0, 1, 0, \
+        CCO_DEV_COMM_REQUIREMENTS_VERSION, ccoGdaConnectionCrossNode, 1, 64, 64, 1024, 0, 1, 0,    \
         0, 0, { 0, 0, 0 }                                                                         \
   }
 
@@ -101,7 +101,7 @@ typedef struct ccoDevComm {
   int32_t lsaSize;
   int32_t node;   /* this rank's host */
   int32_t nNodes; /* number of hosts */
-  ccoTeam_t teams[4];      /* indexed by ccoTeamKind_t */
+  ccoTeam teams[4];        /* indexed by ccoTeamKind_t */
   uint64_t teamMembers[4]; /* device address of int32_t[nRanks] world ranks of each team */
   uint64_t flatBase;       /* flat VA: LSA rank p's slot at flatBase + p * slotSize */
   uint64_t slotSize;
@@ -134,7 +134,7 @@ typedef struct ccoDevComm {
 CCO_STATIC_ASSERT_(sizeof(ccoDevCommRequirements) == 64, "ccoDevCommRequirements layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevCommRequirements, lsaBarrierCount) == 36, "ccoDevCommRequirements layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevCommRequirements, barrierCount) == 48, "ccoDevCommRequirements layout");
-CCO_STATIC_ASSERT_(sizeof(ccoTeam_t) == 12, "ccoTeam_t layout");
+CCO_STATIC_ASSERT_(sizeof(ccoTeam) == 12, "ccoTeam layout");
 CCO_STATIC_ASSERT_(sizeof(ccoDevComm) == 256, "ccoDevComm layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevComm, teams) == 32, "ccoDevComm layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevComm, teamMembers) == 80, "ccoDevComm layout");
@@ -145,5 +145,17 @@ CCO_STATIC_ASSERT_(offsetof(ccoDevComm, lsaBarrierCount) == 152, "ccoDevComm lay
 CCO_STATIC_ASSERT_(offsetof(ccoDevComm, sdma) == 192, "ccoDevComm layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevComm, handle) == 208, "ccoDevComm layout");
 CCO_STATIC_ASSERT_(offsetof(ccoDevComm, lsaScopeGpu) == 216, "ccoDevComm layout");
+
+/* ------------------------------------------------------ names before 0.2 */
+/* The 0.1 spellings, kept so code written against 0.1 still compiles.
+ * Define CCO_NO_COMPAT_NAMES to hide them (and check that a program uses
+ * only the current names). */
+#ifndef CCO_NO_COMPAT_NAMES
+typedef ccoTeam ccoTeam_t;
+#define CCO_GDA_CONNECTION_NONE ccoGdaConnectionNone
+#define CCO_GDA_CONNECTION_CROSSNODE ccoGdaConnectionCrossNode
+#define CCO_GDA_CONNECTION_FULL ccoGdaConnectionFull
+#define CCO_GDA_CONNECTION_RAIL ccoGdaConnectionRail
+#endif /* CCO_NO_COMPAT_NAMES */
 
 #endif /* CCO_CCO_DEVCOMM_H_ */

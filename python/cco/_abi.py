@@ -26,7 +26,7 @@ class UniqueIdStruct(ctypes.Structure):
 
 
 class TeamStruct(ctypes.Structure):
-    """``ccoTeam_t``: a team as seen from this rank."""
+    """``ccoTeam``: a team as seen from this rank."""
 
     _fields_ = [
         ("nRanks", ctypes.c_int32),

@@ -33,7 +33,7 @@ from .resources import AllocatedMemory, RegisteredWindow, Resource
 from .views import PLATFORM_CUDA, PLATFORM_HOST, Region
 
 Team = namedtuple("Team", ["n_ranks", "rank", "stride"])
-Team.__doc__ = "A team as seen from this rank (``ccoTeam_t``); stride 0: use the member table."
+Team.__doc__ = "A team as seen from this rank (``ccoTeam``); stride 0: use the member table."
 
 _Pointer = Union[int, Region]
 

@@ -1,10 +1,12 @@
 """Compiling CUDA kernels that use the cco device API at run time.
 
-``cco/cco_device.h`` is plain C11 + inline PTX, so NVRTC (what
-``cupy.RawKernel`` uses) compiles it, given two things NVRTC lacks: the
-C standard headers ``<stddef.h>``/``<stdint.h>`` (this package ships
-minimal ones in ``cco/nvrtc/``) and the cco headers themselves, found as
-described in :func:`include_dirs`.
+The device headers (``cco/cco_device.h``, ``cco/cco_sdma.h``,
+``cco/cco_gda.h``, or all of them through ``cco/cco_device_all.h``) are
+plain C11 + inline PTX, so NVRTC (what ``cupy.RawKernel`` uses) compiles
+them, given two things NVRTC lacks: the C standard headers
+``<stddef.h>``/``<stdint.h>`` (this package ships minimal ones in
+``cco/nvrtc/``) and the cco headers themselves (``cco/device/impl/``
+included), found as described in :func:`include_dirs`.
 
     kernel = cco.cuda.raw_kernel(SOURCE, "my_kernel")   # SOURCE includes cco/cco_device.h
     kernel((blocks,), (threads,), (dc.ptr, win.handle, ...))

@@ -45,8 +45,8 @@ ccoResult_t cco_rank_info_local(cco_rank_info* info) {
 
 /* {n, index of rank, stride} of a sorted member list; stride 0 when the
  * members are not evenly spaced in world ranks. */
-static ccoTeam_t describe(const int* members, int n, int rank) {
-  ccoTeam_t t = {n, -1, 1};
+static ccoTeam describe(const int* members, int n, int rank) {
+  ccoTeam t = {n, -1, 1};
   for (int i = 0; i < n; i++)
     if (members[i] == rank) t.rank = i;
   if (n >= 2) {

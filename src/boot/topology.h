@@ -41,7 +41,7 @@ typedef struct {
   int lsaSize, lsaRank;
   int* nodeOf;    /* [nRanks] host index of each world rank */
   int* lsaRankOf; /* [nRanks] LSA rank of each world rank */
-  ccoTeam_t teams[ccoNumTeams];
+  ccoTeam teams[ccoNumTeams];
   int* members[ccoNumTeams]; /* world ranks of each team, in team-rank order */
   cco_device_identity* devices; /* [nRanks] each rank's platform and GPU */
 } cco_topology;

@@ -29,7 +29,7 @@ static ccoResult_t check_team_kind(ccoTeamKind_t kind) {
   return ccoSuccess;
 }
 
-ccoResult_t ccoCommTeam(const ccoComm* comm, ccoTeamKind_t kind, ccoTeam_t* team) {
+ccoResult_t ccoCommTeam(const ccoComm* comm, ccoTeamKind_t kind, ccoTeam* team) {
   CCO_VALIDATE_COMM(comm);
   CCO_CHECK(check_team_kind(kind));
   if (!team) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_INIT, "team is NULL");

@@ -45,7 +45,7 @@ static ccoResult_t validate(const ccoDevCommRequirements* r, char* why, size_t s
                  sizeof(ccoDevCommRequirements));
   if (r->version != CCO_DEV_COMM_REQUIREMENTS_VERSION)
     CCO_REQ_FAIL("version %u, this library expects %u", r->version, CCO_DEV_COMM_REQUIREMENTS_VERSION);
-  if (r->gdaConnectionType > CCO_GDA_CONNECTION_RAIL)
+  if (r->gdaConnectionType > ccoGdaConnectionRail)
     CCO_REQ_FAIL("gdaConnectionType %u is not NONE, CROSSNODE, FULL or RAIL", r->gdaConnectionType);
   if (r->gdaContextCount < 1 || r->gdaContextCount > 64)
     CCO_REQ_FAIL("gdaContextCount %u out of range 1..64", r->gdaContextCount);
@@ -123,7 +123,7 @@ static ccoResult_t make_tables(ccoComm* comm, cco_devcomm_rec* d, ccoDevComm* dc
   CCO_CHECK(p->ops->hostmap_alloc(p, sizeof(uint32_t), &d->abortHost, &dev));
   dc->abortFlag = dev;
   for (int k = 0; k < ccoNumTeams; k++) {
-    ccoTeam_t t = comm->topo.teams[k];
+    ccoTeam t = comm->topo.teams[k];
     size_t bytes = (size_t)t.nRanks * sizeof(int32_t);
     int32_t* host = malloc(bytes);
     if (!host) return cco_error(&comm->err, ccoOutOfMemory, CCO_SUBSYS_MEM, "no memory");

@@ -26,7 +26,7 @@
 #define GPU_TEST_NAME "gpu_gda"
 #include <string.h>
 
-#include "cco/cco_scale_out.h"
+#include "cco/cco_gda.h"
 #include "gpu_check.cuh"
 
 #define MiB (1ull << 20)
@@ -140,7 +140,7 @@ __global__ void barrier_rounds(ccoDevComm dc, ccoWindow_t win, int peer, int rou
     st = ccoGdaPutValue(&g, peer, win, DST_OFF, (uint64_t)r, 8, ccoGdaSigNone(), CCO_GDA_NO_COUNTER, ccoCoopBlock,
                         ccoGdaThreadAggregate);
     if (st == ccoDevSuccess) st = ccoGdaBarrierSyncTimeout(&b, WAIT_NS);
-    if (st == ccoDevSuccess && threadIdx.x == 0 && cco_ld_acquire_u64(localDst) != (uint64_t)r) st = ccoDevInvalid;
+    if (st == ccoDevSuccess && threadIdx.x == 0 && ccoSignalLoad(localDst) != (uint64_t)r) st = ccoDevInvalid;
     __syncthreads();
     // Nobody puts round r + 1 before everyone has read round r.
     if (st == ccoDevSuccess) st = ccoGdaBarrierSyncTimeout(&b, WAIT_NS);
@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaMalloc(&g_status, 8 * sizeof(ccoDevStatus_t)));
   CUDA_OK(cudaMemset(g_status, 0, 8 * sizeof(ccoDevStatus_t)));
   CUDA_OK(cudaMallocHost(&g_host, 64 * MiB));
-  ccoTeam_t rail;
+  ccoTeam rail;
   OK(ccoCommTeam(g_comm, ccoTeamRail, &rail));
   OK(ccoTeamRankToWorld(g_comm, ccoTeamRail, 1 - rail.rank, &g_next)); // two hosts: the other member
   g_prev = g_next;

@@ -463,7 +463,7 @@ __global__ void wait_kernel(ccoDevComm dc, ccoWindow_t win, uint32_t index0, uin
   if ((b == 0 || b == 3) && threadIdx.x != 0) return;
   if (b == 1 && threadIdx.x >= 32) return;
   ccoCoop_t coop = b == 1 ? ccoCoopWarp : b == 2 ? ccoCoopBlock : ccoCoopThread;
-  uint64_t t0 = cco_clock_ns();
+  uint64_t t0 = cco_impl_clock_ns();
   ccoDevStatus_t st;
   if (b == 3) {
     st = ccoSignalWaitUntil(&dc, (const uint64_t*)ccoGetLocalPtr(win, sigOff), 1, timeoutNs);
@@ -473,7 +473,7 @@ __global__ void wait_kernel(ccoDevComm dc, ccoWindow_t win, uint32_t index0, uin
     st = timeoutNs ? ccoLsaBarrierWaitTimeout(&s, timeoutNs) : ccoLsaBarrierWait(&s);
     ccoLsaBarrierSessionEnd(&s);
   }
-  uint64_t dt = cco_clock_ns() - t0;
+  uint64_t dt = cco_impl_clock_ns() - t0;
   atomicAdd(&counts[b * 3 + (uint32_t)st], 1u);
   if (ccoCoopRank(coop) == 0) elapsed[b] = dt;
 }
@@ -596,7 +596,7 @@ int main(void) {
 
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = kBarriers;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm dc;
   memset(&dc, 0, sizeof(dc));
   ccoResult_t r = ccoDevCommCreate(g_comm, &reqs, &dc);

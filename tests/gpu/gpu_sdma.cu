@@ -48,7 +48,7 @@
 #define GPU_TEST_NAME "gpu_sdma"
 #include "gpu_check.cuh"
 #include "cco/cco.h"
-#include "cco/cco_device.h"
+#include "cco/cco_sdma.h"
 
 static int g_size, g_lsaRank, g_lsaSize;
 static cudaStream_t g_stream, g_stream2;
@@ -337,7 +337,7 @@ static void put_each_and_check(const ccoDevComm* dc, uint32_t nq, uint64_t bytes
 
 static void test_every_queue(void) {
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   reqs.sdmaQueueCount = CCO_SDMA_MAX_QUEUES;
   ccoDevComm dc8;
   memset(&dc8, 0, sizeof(dc8));
@@ -389,9 +389,9 @@ __global__ void sad_issuer(ccoDevComm dc, ccoWindow_t w, uint32_t nq, int coop, 
     uint64_t it = it0 + i;
     uint32_t slot = (uint32_t)(it % SAD_SLOTS);
     if (threadIdx.x == 0 && it >= SAD_SLOTS) { // the receiver is done with this slot
-      uint64_t need = it - SAD_SLOTS + 1, t0 = cco_clock_ns();
+      uint64_t need = it - SAD_SLOTS + 1, t0 = cco_impl_clock_ns();
       while (ccoSignalLoad(ack) < need)
-        if (cco_clock_ns() - t0 > kWaitNs) {
+        if (cco_impl_clock_ns() - t0 > kWaitNs) {
           atomicAdd(&counters[1], 1ull);
           stop = 1;
           break;
@@ -508,10 +508,10 @@ __global__ void flood_issuer(ccoDevComm dc, ccoWindow_t w, int coopInt, int peer
 
 __global__ void flood_wait(ccoDevComm dc, int src, uint64_t expected, unsigned long long* counters,
                            unsigned long long* ns) {
-  uint64_t t0 = cco_clock_ns();
+  uint64_t t0 = cco_impl_clock_ns();
   if (ccoSdmaWaitSignal(&dc, src, 0, expected, 60ull * 1000000000ull, ccoCoopThread) != ccoDevSuccess)
     atomicAdd(&counters[1], 1ull);
-  *ns = cco_clock_ns() - t0;
+  *ns = cco_impl_clock_ns() - t0;
 }
 
 static void test_flood(const ccoDevComm* dc, uint32_t nq, unsigned long long* dNs) {
@@ -801,11 +801,11 @@ static void test_quiet(const ccoDevComm* dc, uint32_t nq) {
 
 __global__ void large_kernel(ccoDevComm dc, ccoWindow_t w, int next, int prev, uint64_t bytes, uint32_t q,
                              uint64_t expected, unsigned long long* counters, unsigned long long* ns) {
-  uint64_t t0 = cco_clock_ns();
+  uint64_t t0 = cco_impl_clock_ns();
   unsigned long long bad = scoped(&dc, ccoCoopBlock, put_call(next, w, bytes, 0, bytes, q, ccoSdmaSignalRemote)) !=
                            ccoDevSuccess;
   bad += scoped(&dc, ccoCoopBlock, simple_call(kWait, prev, q, expected, 60ull * 1000000000ull)) != ccoDevSuccess;
-  uint64_t t1 = cco_clock_ns();
+  uint64_t t1 = cco_impl_clock_ns();
   bad += scoped(&dc, ccoCoopBlock, simple_call(kQuiet, next, 0)) != ccoDevSuccess;
   if (threadIdx.x == 0) {
     *ns = t1 - t0;
@@ -910,13 +910,13 @@ static void test_host_api(void) {
 __global__ void bad_put_kernel(ccoDevComm dc, ccoWindow_t w, uint64_t badOff, unsigned int* status) {
   uint64_t dst = w->winBase + (uint64_t)dc.lsaRank * ((uint64_t)w->stride4G << 32) + badOff;
   uint64_t src = (uint64_t)(uintptr_t)ccoGetLocalPtr(w, 0);
-  *status = cco_sdma_post(&dc, dc.lsaRank, 0, CCO_SDMA_OP_PUT, CCO_SDMA_FLAG_REMOTE_SIGNAL, dst, src, 4096);
+  *status = cco_impl_sdma_post(&dc, dc.lsaRank, 0, ccoSdmaOpPut, CCO_SDMA_FLAG_REMOTE_SIGNAL, dst, src, 4096);
 }
 __global__ void signal_wait_kernel(ccoDevComm dc, int src, uint64_t expected, uint64_t timeoutNs, unsigned int* status,
                                    unsigned long long* ns) {
-  uint64_t t0 = cco_clock_ns();
+  uint64_t t0 = cco_impl_clock_ns();
   *status = ccoSdmaWaitSignal(&dc, src, 0, expected, timeoutNs, ccoCoopThread);
-  *ns = cco_clock_ns() - t0;
+  *ns = cco_impl_clock_ns() - t0;
 }
 
 // Last: fails the communicator. Returns 0 when a kernel is still stuck.
@@ -1040,7 +1040,7 @@ int main(int argc, char** argv) {
         (int)ccoPlatformCuda, g_size, g_lsaSize);
 
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm dc;
   memset(&dc, 0, sizeof(dc));
   ccoResult_t r = ccoDevCommCreate(g_comm, &reqs, &dc);

@@ -41,7 +41,7 @@ static void check_teams(ccoComm* comm, int hosts) {
   MP_CHECK(MP_OK(ccoCommLsaSize(comm, &lsaSize)) && lsaSize == per, "lsaSize %d", lsaSize);
   MP_CHECK(MP_OK(ccoCommNodeCount(comm, &nNodes)) && nNodes == hosts, "nNodes %d", nNodes);
   MP_CHECK(MP_OK(ccoCommNodeIndex(comm, &node)) && node == g_rank / per, "node %d", node);
-  ccoTeam_t t;
+  ccoTeam t;
   MP_CHECK(MP_OK(ccoCommTeam(comm, ccoTeamWorld, &t)) && t.nRanks == g_size && t.rank == g_rank &&
                t.stride == 1, "world team");
   MP_CHECK(MP_OK(ccoCommTeam(comm, ccoTeamLsa, &t)) && t.nRanks == per && t.rank == g_rank % per &&
@@ -72,7 +72,7 @@ static void check_teams(ccoComm* comm, int hosts) {
 
 static void check_errors(ccoComm* comm) {
   int x = 0;
-  ccoTeam_t t;
+  ccoTeam t;
   char buf[16];
   MP_CHECK(ccoCommRank(comm, NULL) == ccoInvalidArgument, "NULL rank out");
   MP_CHECK(ccoCommRank(NULL, &x) == ccoInvalidArgument, "NULL comm");

@@ -133,7 +133,7 @@ static int setup_rank(rank_ctx* c) {
   ccoCommLsaSize(c->comm, &c->lsaSize);
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 1 + (uint32_t)g_opt.indices;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   void* local = NULL;
   size_t bytes = (size_t)(1 + g_opt.indices) * 2 * (size_t)c->lsaSize * sizeof(uint32_t);
   ccoResult_t res = ccoDevCommCreate(c->comm, &reqs, &c->dc);

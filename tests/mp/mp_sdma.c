@@ -1,5 +1,5 @@
 /*
- * SDMA on the host platform, through the device API itself (cco_device.h
+ * SDMA on the host platform, through the device API itself (cco_sdma.h
  * compiled for the host: "kernels" are CPU threads, a thread is a warp and a
  * block of one) and through the host API (ccoSdmaPutAsync,
  * ccoStreamWaitSignal). The engine thread copies with memcpy there.
@@ -51,7 +51,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "cco/cco_device.h"
+#include "cco/cco_sdma.h"
 #include "mp_pattern.h"
 #include "mp_util.h"
 
@@ -222,7 +222,7 @@ static void test_every_queue(rank_ctx* c) {
   const uint32_t nq = CCO_SDMA_MAX_QUEUES;
   int n = c->lsaSize, me = c->lsaRank;
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   reqs.sdmaQueueCount = nq + 1;
   ccoDevComm dc8;
   memset(&dc8, 0, sizeof(dc8));
@@ -238,7 +238,7 @@ static void test_every_queue(rank_ctx* c) {
   CHECK(r == ccoSuccess && dc8.sdma != 0, "rank %d: ccoDevCommCreate with %u SDMA queues: %s (%s), sdma %#llx",
         c->rank, nq, ccoGetErrorString(r), ccoGetLastError(c->comm), (unsigned long long)dc8.sdma);
   if (r != ccoSuccess || !dc8.sdma) return;
-  const ccoSdmaDev* sd = cco_sdma_state(&dc8);
+  const ccoSdmaDev* sd = cco_impl_sdma_state(&dc8);
   CHECK(sd->queueCount == nq && sd->lsaSize == (uint32_t)n && dc8.sdmaQueueCount == nq,
         "rank %d: 8-queue device communicator: state says %u queues, %u peers; dc.sdmaQueueCount %u", c->rank,
         sd->queueCount, sd->lsaSize, dc8.sdmaQueueCount);
@@ -834,13 +834,13 @@ static int setup_rank(rank_ctx* c) {
   ccoCommLsaRank(c->comm, &c->lsaRank);
   ccoCommLsaSize(c->comm, &c->lsaSize);
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   reqs.lsaBarrierCount = 1;
   ccoResult_t r = ccoDevCommCreate(c->comm, &reqs, &c->dc);
   CHECK(r == ccoSuccess, "rank %d: ccoDevCommCreate: %s (%s)", c->rank, ccoGetErrorString(r), ccoGetLastError(c->comm));
   if (r != ccoSuccess) return 0;
   c->sdma = c->dc.sdma != 0;
-  c->nq = c->sdma ? cco_sdma_state(&c->dc)->queueCount : 0;
+  c->nq = c->sdma ? cco_impl_sdma_state(&c->dc)->queueCount : 0;
   return 1;
 }
 
@@ -855,7 +855,7 @@ static void run_default(rank_ctx* c) {
         "dc.sdmaQueueCount %u, %d of %d ranks in the LSA team",
         c->rank, (unsigned long long)c->dc.sdma, c->nq, c->dc.sdmaQueueCount, c->lsaSize, c->nRanks);
   if (!c->sdma || c->lsaSize > MAX_RANKS) return;
-  const ccoSdmaDev* sd = cco_sdma_state(&c->dc);
+  const ccoSdmaDev* sd = cco_impl_sdma_state(&c->dc);
   CHECK(sd->lsaSize == (uint32_t)c->lsaSize, "rank %d: SDMA state for %u peers, LSA team of %d", c->rank, sd->lsaSize,
         c->lsaSize);
   double t0 = mp_now(), t;
@@ -989,9 +989,9 @@ static void run_engine_error(rank_ctx* c) {
     uint64_t src = (uint64_t)(uintptr_t)w.local;
     uint64_t badDst0 = (uint64_t)(uintptr_t)flat + bad, badDst1 = badDst0 + slotSize;
     double t0 = mp_now();
-    ccoDevStatus_t p0 = cco_sdma_post(&c->dc, 0, 0, CCO_SDMA_OP_PUT, CCO_SDMA_FLAG_REMOTE_SIGNAL, badDst0, src, 4096);
-    ccoDevStatus_t p1 = c->lsaSize > 1 ? cco_sdma_post(&c->dc, 1, 0, CCO_SDMA_OP_PUT, CCO_SDMA_FLAG_REMOTE_SIGNAL,
-                                                       badDst1, src, 4096)
+    ccoDevStatus_t p0 = cco_impl_sdma_post(&c->dc, 0, 0, ccoSdmaOpPut, CCO_SDMA_FLAG_REMOTE_SIGNAL, badDst0, src, 4096);
+    ccoDevStatus_t p1 = c->lsaSize > 1 ? cco_impl_sdma_post(&c->dc, 1, 0, ccoSdmaOpPut, CCO_SDMA_FLAG_REMOTE_SIGNAL,
+                                                            badDst1, src, 4096)
                                        : ccoDevSuccess;
     CHECK(p0 == ccoDevSuccess && p1 == ccoDevSuccess,
           "rank %d: engine error: posting the forged puts: %s, %s (the engine, not the post, finds the address)",

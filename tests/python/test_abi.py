@@ -13,7 +13,7 @@ HEADERS = REPO / "include" / "cco"
 MIRRORS = {
     "ccoDevCommRequirements": _abi.DevCommRequirementsStruct,
     "ccoDevComm": _abi.DevCommStruct,
-    "ccoTeam_t": _abi.TeamStruct,
+    "ccoTeam": _abi.TeamStruct,
     "ccoWindowDevice": _abi.WindowDeviceStruct,
 }
 
@@ -39,6 +39,35 @@ def _c_fields(name):
     return fields
 
 
+def _c_enum(name):
+    """Enumerators and their values of `typedef enum { ... } name;` in cco_devcomm.h."""
+    text = _strip_comments(_text("cco_devcomm.h"))
+    m = re.search(r"typedef enum\s*\{([^{}]*)\}\s*" + re.escape(name) + r";", text)
+    assert m, name
+    return {k: int(v, 0) for k, v in re.findall(r"(\w+)\s*=\s*(\w+)", m.group(1))}
+
+
+# Python's names (unchanged since 0.1) of the C enumerators they mirror.
+ENUM_MIRRORS = {
+    "ccoGdaConnectionType_t": {"ccoGdaConnectionNone": "GDA_CONNECTION_NONE",
+                               "ccoGdaConnectionCrossNode": "GDA_CONNECTION_CROSSNODE",
+                               "ccoGdaConnectionFull": "GDA_CONNECTION_FULL",
+                               "ccoGdaConnectionRail": "GDA_CONNECTION_RAIL"},
+    "ccoTeamKind_t": {"ccoTeamWorld": "TEAM_WORLD", "ccoTeamLsa": "TEAM_LSA",
+                      "ccoTeamCrossNode": "TEAM_CROSS_NODE", "ccoTeamRail": "TEAM_RAIL"},
+}
+
+
+@pytest.mark.parametrize("enum", sorted(ENUM_MIRRORS))
+def test_enum_mirrors_match_the_header(enum):
+    import cco
+    c_values = _c_enum(enum)
+    assert set(c_values) == set(ENUM_MIRRORS[enum]), enum
+    for c_name, py_name in ENUM_MIRRORS[enum].items():
+        assert getattr(cco.devcomm, py_name) == c_values[c_name], (c_name, py_name)
+        assert getattr(cco, py_name) == c_values[c_name], py_name
+
+
 @pytest.mark.parametrize("name", sorted(MIRRORS))
 def test_field_names_and_order(name):
     assert [f for f, _ in MIRRORS[name]._fields_] == _c_fields(name)
@@ -61,8 +90,7 @@ def test_requirements_defaults_match_the_initializer():
     body = body[body.index("{") + 1:]
     values = [v.strip() for v in re.sub(r"\\\n", " ", body).split("{")[0].split(",")][3:]
     values = [v for v in values if v]
-    symbols = {"CCO_GDA_CONNECTION_NONE": 0, "CCO_GDA_CONNECTION_CROSSNODE": 1,
-               "CCO_GDA_CONNECTION_FULL": 2, "CCO_GDA_CONNECTION_RAIL": 3}
+    symbols = _c_enum("ccoGdaConnectionType_t")
     parsed = [symbols[v] if v in symbols else int(v) for v in values]
     assert parsed == [REQUIREMENT_DEFAULTS[k] for k in REQUIREMENT_FIELDS]
     reqs = CCODevCommRequirements()

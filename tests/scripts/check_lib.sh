@@ -17,3 +17,30 @@ check() {
 skip() { echo "SKIP $1"; }
 # Prints the lines of the last check's output that match a pattern, indented.
 show() { grep -E "$1" "$tmp/last.out" | sed 's/^/    /'; }
+
+# The clang that compiles C to NVPTX bitcode (the Triton path), newest first.
+# Sets nvptx_cc (empty when none) and nvptx_arch (sm_90, or the newest sm_*
+# an older clang knows, with a note in nvptx_note; the inline PTX does not
+# depend on it).
+find_nvptx_clang() {
+  nvptx_cc="" nvptx_arch="" nvptx_note=""
+  local cc sm
+  for cc in clang-21 clang-20 clang-19 clang-18 clang-17 clang-16 clang-15 clang; do
+    command -v "$cc" >/dev/null || continue
+    for sm in sm_90 sm_89 sm_87 sm_86 sm_80; do
+      if echo 'int x;' | "$cc" --target=nvptx64-nvidia-cuda -march="$sm" -std=c11 -nostdlibinc -x c \
+        -emit-llvm -c - -o /dev/null 2>/dev/null; then
+        nvptx_cc=$cc nvptx_arch=$sm
+        break 2
+      fi
+    done
+  done
+  [ -n "$nvptx_cc" ] || return 0
+  [ "$nvptx_arch" = sm_90 ] || nvptx_note="($nvptx_cc knows no sm_90; bitcode for $nvptx_arch)"
+  return 0
+}
+# nvcc on PATH or in /usr/local/cuda; sets nvcc (empty when none).
+find_nvcc() {
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  [ -x "$nvcc" ] || nvcc=""
+}

@@ -6,7 +6,7 @@
 
 #include "cco/cco.h"
 #include "cco/cco_device.h"
-#include "cco/cco_scale_out.h"
+#include "cco/cco_gda.h"
 #include "test.h"
 
 static ccoComm* one_rank_comm(void) {
@@ -25,7 +25,7 @@ TEST(initializer_defaults) {
   CHECK_EQ(r.size, sizeof(ccoDevCommRequirements));
   CHECK_EQ(r.magic, CCO_DEV_COMM_REQUIREMENTS_MAGIC);
   CHECK_EQ(r.version, CCO_DEV_COMM_REQUIREMENTS_VERSION);
-  CHECK_EQ(r.gdaConnectionType, CCO_GDA_CONNECTION_CROSSNODE);
+  CHECK_EQ(r.gdaConnectionType, ccoGdaConnectionCrossNode);
   CHECK_EQ(r.gdaContextCount, 1);
   CHECK_EQ(r.gdaSignalCount, 64);
   CHECK_EQ(r.gdaCounterCount, 64);
@@ -91,7 +91,7 @@ TEST(fields_and_several_devcomms) {
   ccoDevCommRequirements r = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   r.lsaBarrierCount = 8;
   r.barrierCount = 2;
-  r.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  r.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm a, b;
   CHECK_EQ(ccoDevCommCreate(comm, &r, &a), ccoSuccess);
   r.lsaBarrierCount = 1;
@@ -102,7 +102,7 @@ TEST(fields_and_several_devcomms) {
   CHECK_EQ(a.lsaBarrierCount, 10);
   CHECK_EQ(a.barrierCount, 2);
   CHECK_EQ(a.sdmaQueueCount, 2); /* 0 means 2 */
-  CHECK_EQ(a.gdaConnectionType, CCO_GDA_CONNECTION_NONE);
+  CHECK_EQ(a.gdaConnectionType, ccoGdaConnectionNone);
   CHECK(a.handle != b.handle);
   CHECK(a.resourceWindow != b.resourceWindow);
   void* base;
@@ -171,7 +171,7 @@ TEST(world_barrier_on_one_host) {
   CHECK(comm != NULL);
   if (!comm) return;
   ccoDevCommRequirements r = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  r.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  r.gdaConnectionType = ccoGdaConnectionNone;
   r.lsaBarrierCount = 1;
   r.barrierCount = 2;
   ccoDevComm dc;

@@ -93,7 +93,7 @@ static void check_rank(const char* const* hosts, int nRanks, int rank, const cco
     CHECK_EQ(t->lsaRankOf[r], m.lsaRankOf[r]);
   }
   for (int k = 0; k < ccoNumTeams; k++) {
-    const ccoTeam_t* team = &t->teams[k];
+    const ccoTeam* team = &t->teams[k];
     const int* mm = m.members[k];
     int n = m.n[k];
     CHECK_EQ(team->nRanks, n);

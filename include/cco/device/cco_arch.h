@@ -1,293 +1,47 @@
 /*
- * The arch layer of the device API: the few primitives everything else is
- * written in, for three compilers.
+ * Forwarding header. The arch layer (the primitives the device API is
+ * written in) is private since 0.2 and lives in
+ * cco/device/impl/arch_impl.h as cco_impl_*; kernels use the public API
+ * instead: ccoSignalLoad / ccoSignalStore / ccoSignalAdd for acquire loads,
+ * release stores and release adds, ccoCoopSize / ccoCoopRank / ccoCoopSync
+ * for scopes. The portability macros CCO_ARCH_GPU, CCO_DEVICE_INLINE and
+ * CCO_HOST_DEVICE_INLINE stay public.
  *
- * - nvcc / clang-cuda (CUDA C/C++ kernels): __device__ functions, PTX asm.
- * - clang --target=nvptx64-nvidia-cuda -std=c11 (bitcode for Triton): plain
- *   C11 with the same PTX asm; no CUDA headers.
- * - gcc/clang on the host (the host platform, where "kernels" are CPU
- *   threads): GCC __atomic builtins; a CPU thread is a warp and a block of
- *   one thread.
- *
- * Memory-model choice: signalling goes through the flat VA, possibly to
- * other processes and GPUs, so every ordering primitive is system scope
- * (.sys), as NVSHMEM and NCCL use for peer flags.
+ * Kept so that code written against 0.1 still compiles: it includes the
+ * arch layer and maps the 0.1 names of its primitives onto it (hidden when
+ * CCO_NO_COMPAT_NAMES is defined).
  */
 #ifndef CCO_DEVICE_CCO_ARCH_H_
 #define CCO_DEVICE_CCO_ARCH_H_
 
-#include <stdint.h>
+#include "cco/device/impl/arch_impl.h"
 
-#if defined(__CUDA_ARCH__) || defined(__NVPTX__)
-#define CCO_ARCH_GPU 1
-#else
-#define CCO_ARCH_GPU 0
-#endif
-
-#if defined(__CUDACC__)
-#define CCO_DEVICE_INLINE static __device__ __forceinline__
-#define CCO_HOST_DEVICE_INLINE static __host__ __device__ __forceinline__
-#elif defined(__NVPTX__)
-#define CCO_DEVICE_INLINE static inline __attribute__((always_inline))
-#define CCO_HOST_DEVICE_INLINE static inline __attribute__((always_inline))
-#else
-#define CCO_DEVICE_INLINE static inline
-#define CCO_HOST_DEVICE_INLINE static inline
-#endif
-
-#if !CCO_ARCH_GPU
-#include <sched.h>
-#include <time.h>
-#endif
-
-/* ------------------------------------------------------------ ordering */
-
-CCO_DEVICE_INLINE uint32_t cco_ld_acquire_u32(const uint32_t* p) {
-#if CCO_ARCH_GPU
-  uint32_t v;
-  __asm__ volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-#else
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
-}
-
-CCO_DEVICE_INLINE uint64_t cco_ld_acquire_u64(const uint64_t* p) {
-#if CCO_ARCH_GPU
-  uint64_t v;
-  __asm__ volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-#else
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
-}
-
-CCO_DEVICE_INLINE uint32_t cco_ld_relaxed_u32(const uint32_t* p) {
-#if CCO_ARCH_GPU
-  uint32_t v;
-  __asm__ volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-#else
-  return __atomic_load_n(p, __ATOMIC_RELAXED);
-#endif
-}
-
-CCO_DEVICE_INLINE void cco_st_release_u32(uint32_t* p, uint32_t v) {
-#if CCO_ARCH_GPU
-  __asm__ volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-CCO_DEVICE_INLINE void cco_st_release_u64(uint64_t* p, uint64_t v) {
-#if CCO_ARCH_GPU
-  __asm__ volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-#else
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-CCO_DEVICE_INLINE void cco_st_relaxed_u32(uint32_t* p, uint32_t v) {
-#if CCO_ARCH_GPU
-  __asm__ volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
-#endif
-}
-
-/* Scoped variants. When every LSA peer runs on this very GPU (ranks under
- * MPS), GPU scope orders enough and a round trip costs 0.6 us instead of
- * 0.9 us (H200); peers on other GPUs need system scope. */
-#if CCO_ARCH_GPU
-#define CCO_SCOPED_LD_(name, type, cons, width)                                                  \
-  CCO_DEVICE_INLINE type name(const type* p, int gpuScope) {                                     \
-    type v;                                                                                      \
-    if (gpuScope) __asm__ volatile("ld.acquire.gpu." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory"); \
-    else __asm__ volatile("ld.acquire.sys." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory");          \
-    return v;                                                                                    \
-  }
-#define CCO_SCOPED_ST_(name, type, cons, width)                                                  \
-  CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) {                                   \
-    if (gpuScope) __asm__ volatile("st.release.gpu." width " [%0], %1;" ::"l"(p), cons(v) : "memory"); \
-    else __asm__ volatile("st.release.sys." width " [%0], %1;" ::"l"(p), cons(v) : "memory");          \
-  }
-#else
-#define CCO_SCOPED_LD_(name, type, cons, width) \
-  CCO_DEVICE_INLINE type name(const type* p, int gpuScope) { (void)gpuScope; return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-#define CCO_SCOPED_ST_(name, type, cons, width) \
-  CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) { (void)gpuScope; __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-#endif
-CCO_SCOPED_LD_(cco_ld_acquire_scoped_u32, uint32_t, "r", "u32")
-CCO_SCOPED_LD_(cco_ld_acquire_scoped_u64, uint64_t, "l", "u64")
-CCO_SCOPED_ST_(cco_st_release_scoped_u32, uint32_t, "r", "u32")
-CCO_SCOPED_ST_(cco_st_release_scoped_u64, uint64_t, "l", "u64")
-#undef CCO_SCOPED_LD_
-#undef CCO_SCOPED_ST_
-
-CCO_DEVICE_INLINE uint64_t cco_atomic_add_release_scoped_u64(uint64_t* p, uint64_t v, int gpuScope) {
-#if CCO_ARCH_GPU
-  uint64_t old;
-  if (gpuScope) __asm__ volatile("atom.release.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
-  else __asm__ volatile("atom.release.sys.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
-  return old;
-#else
-  (void)gpuScope;
-  return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-/* Returns the old value. */
-CCO_DEVICE_INLINE uint64_t cco_atomic_add_release_u64(uint64_t* p, uint64_t v) {
-#if CCO_ARCH_GPU
-  uint64_t old;
-  __asm__ volatile("atom.release.sys.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
-  return old;
-#else
-  return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-CCO_DEVICE_INLINE uint32_t cco_atomic_add_release_u32(uint32_t* p, uint32_t v) {
-#if CCO_ARCH_GPU
-  uint32_t old;
-  __asm__ volatile("atom.release.sys.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-#else
-  return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-CCO_DEVICE_INLINE void cco_fence_acq_rel_sys(void) {
-#if CCO_ARCH_GPU
-  __asm__ volatile("fence.acq_rel.sys;" ::: "memory");
-#else
-  __atomic_thread_fence(__ATOMIC_ACQ_REL);
-#endif
-}
-
-/* ------------------------------------------------------- threads, syncs */
-
-CCO_DEVICE_INLINE uint32_t cco_thread_in_block(void) {
-#if CCO_ARCH_GPU
-  uint32_t x, y, z, nx, ny;
-  __asm__("mov.u32 %0, %%tid.x;" : "=r"(x));
-  __asm__("mov.u32 %0, %%tid.y;" : "=r"(y));
-  __asm__("mov.u32 %0, %%tid.z;" : "=r"(z));
-  __asm__("mov.u32 %0, %%ntid.x;" : "=r"(nx));
-  __asm__("mov.u32 %0, %%ntid.y;" : "=r"(ny));
-  return x + nx * (y + ny * z);
-#else
-  return 0;
-#endif
-}
-
-CCO_DEVICE_INLINE uint32_t cco_block_size(void) {
-#if CCO_ARCH_GPU
-  uint32_t nx, ny, nz;
-  __asm__("mov.u32 %0, %%ntid.x;" : "=r"(nx));
-  __asm__("mov.u32 %0, %%ntid.y;" : "=r"(ny));
-  __asm__("mov.u32 %0, %%ntid.z;" : "=r"(nz));
-  return nx * ny * nz;
-#else
-  return 1;
-#endif
-}
-
-CCO_DEVICE_INLINE uint32_t cco_lane(void) {
-#if CCO_ARCH_GPU
-  uint32_t l;
-  __asm__("mov.u32 %0, %%laneid;" : "=r"(l));
-  return l;
-#else
-  return 0;
-#endif
-}
-
-CCO_DEVICE_INLINE uint32_t cco_warp_size(void) {
-#if CCO_ARCH_GPU
-  return 32;
-#else
-  return 1;
-#endif
-}
-
-CCO_DEVICE_INLINE void cco_sync_warp(void) {
-#if CCO_ARCH_GPU
-  __asm__ volatile("bar.warp.sync -1;" ::: "memory");
-#endif
-}
-
-CCO_DEVICE_INLINE void cco_sync_block(void) {
-#if CCO_ARCH_GPU
-  __asm__ volatile("bar.sync 0;" ::: "memory");
-#endif
-}
-
-/* Value 0..7 of the scope's rank 0, handed to every thread of the scope
- * (which must all call). Also a sync of the scope. */
-CCO_DEVICE_INLINE uint32_t cco_coop_broadcast3(int coop, uint32_t rank, uint32_t value) {
-#if CCO_ARCH_GPU
-  if (coop == 1) { /* warp */
-    uint32_t v;
-    __asm__ volatile("shfl.sync.idx.b32 %0, %1, 0, 0x1f, -1;" : "=r"(v) : "r"(value) : "memory");
-    return v;
-  }
-  if (coop == 2) { /* block: three barrier reductions, one per bit */
-    uint32_t out = 0;
-    for (int bit = 0; bit < 3; bit++) {
-      uint32_t mine = rank == 0 ? (value >> bit) & 1u : 0u, any;
-      __asm__ volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; bar.red.or.pred p, 0, p; selp.u32 %0, 1, 0, p; }"
-                       : "=r"(any)
-                       : "r"(mine)
-                       : "memory");
-      out |= any << bit;
-    }
-    return out;
-  }
-#endif
-  (void)coop, (void)rank;
-  return value;
-}
-
-/* ------------------------------------------------------------- time */
-
-/* Nanoseconds from a clock that only moves forward. */
-CCO_DEVICE_INLINE uint64_t cco_clock_ns(void) {
-#if CCO_ARCH_GPU
-  uint64_t t;
-  __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-#else
-  /* C11's clock, so strict -std=c11 host code compiles without POSIX
-   * feature macros; timeouts tolerate its rare steps. */
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}
-
-/* One step of a wait loop. On a GPU a tight spin is the fastest; on the
- * host the peer may need this very core, so yield now and then. */
-CCO_DEVICE_INLINE void cco_spin_pause(uint32_t spins) {
-#if CCO_ARCH_GPU
-  (void)spins;
-#else
-  if ((spins & 63) == 63) sched_yield();
-#endif
-}
-
-/* One step of a wait that polls memory across the bus (host memory from a
- * GPU): many threads polling back to back flood the bus with reads and slow
- * down the very transfers they wait for, so on a GPU the thread sleeps a
- * little longer each time, up to about a microsecond. */
-CCO_DEVICE_INLINE void cco_spin_backoff(uint32_t spins) {
-#if CCO_ARCH_GPU
-  uint32_t ns = spins < 5 ? 32u << spins : 1024u;
-  __asm__ volatile("nanosleep.u32 %0;" ::"r"(ns));
-#else
-  cco_spin_pause(spins);
-#endif
-}
+/* ------------------------------------------------------ names before 0.2 */
+#ifndef CCO_NO_COMPAT_NAMES
+#define cco_ld_acquire_u32 cco_impl_ld_acquire_u32
+#define cco_ld_acquire_u64 cco_impl_ld_acquire_u64
+#define cco_ld_relaxed_u32 cco_impl_ld_relaxed_u32
+#define cco_st_release_u32 cco_impl_st_release_u32
+#define cco_st_release_u64 cco_impl_st_release_u64
+#define cco_st_relaxed_u32 cco_impl_st_relaxed_u32
+#define cco_ld_acquire_scoped_u32 cco_impl_ld_acquire_scoped_u32
+#define cco_ld_acquire_scoped_u64 cco_impl_ld_acquire_scoped_u64
+#define cco_st_release_scoped_u32 cco_impl_st_release_scoped_u32
+#define cco_st_release_scoped_u64 cco_impl_st_release_scoped_u64
+#define cco_atomic_add_release_scoped_u64 cco_impl_atomic_add_release_scoped_u64
+#define cco_atomic_add_release_u64 cco_impl_atomic_add_release_u64
+#define cco_atomic_add_release_u32 cco_impl_atomic_add_release_u32
+#define cco_fence_acq_rel_sys cco_impl_fence_acq_rel_sys
+#define cco_thread_in_block cco_impl_thread_in_block
+#define cco_block_size cco_impl_block_size
+#define cco_lane cco_impl_lane
+#define cco_warp_size cco_impl_warp_size
+#define cco_sync_warp cco_impl_sync_warp
+#define cco_sync_block cco_impl_sync_block
+#define cco_coop_broadcast3 cco_impl_coop_broadcast3
+#define cco_clock_ns cco_impl_clock_ns
+#define cco_spin_pause cco_impl_spin_pause
+#define cco_spin_backoff cco_impl_spin_backoff
+#endif /* CCO_NO_COMPAT_NAMES */
 
 #endif /* CCO_DEVICE_CCO_ARCH_H_ */

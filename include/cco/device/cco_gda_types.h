@@ -30,12 +30,12 @@
 #define CCO_GDA_CACHED_HEAD_OFFSET 8
 
 typedef enum {
-  CCO_GDA_OP_PUT = 1,       /* local -> remote, bytes */
-  CCO_GDA_OP_GET = 2,       /* remote -> local, bytes */
-  CCO_GDA_OP_PUT_VALUE = 3, /* an inline value of `bytes` (1, 2, 4 or 8) bytes */
-  CCO_GDA_OP_SIGNAL = 4,    /* only the remote signal, after every earlier op of the ring */
-  CCO_GDA_OP_COUNTER = 5,   /* only the local counter, after every earlier op of the ring */
-  CCO_GDA_OP_FENCE = 6,     /* completes after every earlier op of the ring (flush) */
+  ccoGdaOpPut = 1,      /* local -> remote, bytes */
+  ccoGdaOpGet = 2,      /* remote -> local, bytes */
+  ccoGdaOpPutValue = 3, /* an inline value of `bytes` (1, 2, 4 or 8) bytes */
+  ccoGdaOpSignal = 4,   /* only the remote signal, after every earlier op of the ring */
+  ccoGdaOpCounter = 5,  /* only the local counter, after every earlier op of the ring */
+  ccoGdaOpFence = 6,    /* completes after every earlier op of the ring (flush) */
 } ccoGdaOp_t;
 
 /* Signal operations (applied at the target, after the data). */
@@ -95,5 +95,17 @@ typedef struct {
 CCO_GDA_ASSERT_(sizeof(ccoGdaSlot) == 64, "ccoGdaSlot layout");
 CCO_GDA_ASSERT_(sizeof(ccoGdaContextDev) == 32, "ccoGdaContextDev layout");
 CCO_GDA_ASSERT_(sizeof(ccoGdaDev) == 112, "ccoGdaDev layout");
+
+/* ------------------------------------------------------ names before 0.2 */
+/* Kept so code written against 0.1 still compiles; hidden when
+ * CCO_NO_COMPAT_NAMES is defined. */
+#ifndef CCO_NO_COMPAT_NAMES
+#define CCO_GDA_OP_PUT ccoGdaOpPut
+#define CCO_GDA_OP_GET ccoGdaOpGet
+#define CCO_GDA_OP_PUT_VALUE ccoGdaOpPutValue
+#define CCO_GDA_OP_SIGNAL ccoGdaOpSignal
+#define CCO_GDA_OP_COUNTER ccoGdaOpCounter
+#define CCO_GDA_OP_FENCE ccoGdaOpFence
+#endif /* CCO_NO_COMPAT_NAMES */
 
 #endif /* CCO_DEVICE_CCO_GDA_TYPES_H_ */

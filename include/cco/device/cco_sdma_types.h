@@ -27,9 +27,9 @@
 #define CCO_SDMA_CACHED_HEAD_OFFSET 8
 
 typedef enum {
-  CCO_SDMA_OP_PUT = 1,
-  CCO_SDMA_OP_GET = 2,
-  CCO_SDMA_OP_SIGNAL = 3, /* no data: only the remote signal (ccoSdmaCommit) */
+  ccoSdmaOpPut = 1,
+  ccoSdmaOpGet = 2,
+  ccoSdmaOpSignal = 3, /* no data: only the remote signal (ccoSdmaCommit) */
 } ccoSdmaOp_t;
 
 #define CCO_SDMA_FLAG_REMOTE_SIGNAL 1u /* bump the peer's signal slot after the data */
@@ -68,5 +68,14 @@ typedef struct {
 CCO_SDMA_ASSERT_(sizeof(ccoSdmaSlot) == 64, "ccoSdmaSlot layout");
 CCO_SDMA_ASSERT_(sizeof(ccoSdmaQueueDev) == 32, "ccoSdmaQueueDev layout");
 CCO_SDMA_ASSERT_(sizeof(ccoSdmaDev) == 64, "ccoSdmaDev layout");
+
+/* ------------------------------------------------------ names before 0.2 */
+/* Kept so code written against 0.1 still compiles; hidden when
+ * CCO_NO_COMPAT_NAMES is defined. */
+#ifndef CCO_NO_COMPAT_NAMES
+#define CCO_SDMA_OP_PUT ccoSdmaOpPut
+#define CCO_SDMA_OP_GET ccoSdmaOpGet
+#define CCO_SDMA_OP_SIGNAL ccoSdmaOpSignal
+#endif /* CCO_NO_COMPAT_NAMES */
 
 #endif /* CCO_DEVICE_CCO_SDMA_TYPES_H_ */

@@ -13,4 +13,9 @@ typedef long intptr_t;
 typedef unsigned long uintptr_t;
 #define UINT32_MAX 0xffffffffu
 #define UINT64_MAX 0xffffffffffffffffull
+/* NVRTC spells GNU inline assembly `asm`; the arch layer, which includes
+ * only <stdint.h>, writes __asm__ (as in the <stddef.h> shim). */
+#if defined(__CUDACC_RTC__) && !defined(__asm__)
+#define __asm__ asm
+#endif
 #endif

@@ -92,11 +92,11 @@ static bool direct_progress(cco_gda_proxy* px, cco_gda_op* op) {
   cco_gda_state* st = op->ring->st;
   ccoGdaSlot* d = &op->d;
   ccoResult_t res = ccoSuccess;
-  if (d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET || d->op == CCO_GDA_OP_PUT_VALUE) {
+  if (d->op == ccoGdaOpPut || d->op == ccoGdaOpGet || d->op == ccoGdaOpPutValue) {
     if (!op->remoteWin) {
       op->remoteWin = cco_gda_find_win(px, d->remote, d->bytes);
-      if (d->op != CCO_GDA_OP_PUT_VALUE) op->localWin = cco_gda_find_win(px, d->local, d->bytes);
-      if (!op->remoteWin || (d->op != CCO_GDA_OP_PUT_VALUE && !op->localWin) ||
+      if (d->op != ccoGdaOpPutValue) op->localWin = cco_gda_find_win(px, d->local, d->bytes);
+      if (!op->remoteWin || (d->op != ccoGdaOpPutValue && !op->localWin) ||
           !op->remoteWin->has[d->peer]) {
         op_fail(px, op, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                                   "rank %d: GDA op %u to rank %d: slot offsets %#llx / %#llx (+%llu "
@@ -112,14 +112,14 @@ static bool direct_progress(cco_gda_proxy* px, cco_gda_op* op) {
       uint64_t len = d->bytes - op->issued;
       if (len > px->maxMsg) len = px->maxMsg;
       uint64_t roff = d->remote - rw->offset + op->issued;
-      if (d->op == CCO_GDA_OP_PUT_VALUE) {
+      if (d->op == ccoGdaOpPutValue) {
         uint64_t* src = &st->values[(size_t)(op->ring - st->rings) * st->depth + (op->ticket & (st->depth - 1))];
         *src = d->local;
         res = cco_net_write(px->net, d->peer, src, st->valuesMr, d->bytes, rkey, roff, CCO_GDA_TAG(op, 0));
         len = d->bytes;
       } else {
         char* local = op->localWin->local + (d->local - op->localWin->offset) + op->issued;
-        res = d->op == CCO_GDA_OP_PUT
+        res = d->op == ccoGdaOpPut
                   ? cco_net_write(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, CCO_GDA_TAG(op, 0))
                   : cco_net_read(px->net, d->peer, local, op->localWin->mr, len, rkey, roff, CCO_GDA_TAG(op, 0));
       }
@@ -136,7 +136,7 @@ static bool direct_progress(cco_gda_proxy* px, cco_gda_op* op) {
   } else if (op->ring->head != op->ticket) {
     return true; /* signal, counter, fence: after every earlier op of the ring */
   }
-  if ((d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_PUT_VALUE || d->op == CCO_GDA_OP_SIGNAL) &&
+  if ((d->op == ccoGdaOpPut || d->op == ccoGdaOpPutValue || d->op == ccoGdaOpSignal) &&
       d->signalOp != ccoGdaSignalOpNone) {
     if (!op->signalSent) {
       res = cco_net_atomic_add(px->net, d->peer, d->signalValue, st->signalRkeys[d->peer],
@@ -216,14 +216,14 @@ static void direct_probe_silent(cco_gda_proxy* px) {
 
 static ccoResult_t check_descriptor(cco_gda_proxy* px, const cco_gda_state* st, const ccoGdaSlot* d) {
   const char* why = NULL;
-  bool needsPeer = d->op != CCO_GDA_OP_FENCE && d->op != CCO_GDA_OP_COUNTER;
-  if (d->op < CCO_GDA_OP_PUT || d->op > CCO_GDA_OP_FENCE) why = "unknown op";
+  bool needsPeer = d->op != ccoGdaOpFence && d->op != ccoGdaOpCounter;
+  if (d->op < ccoGdaOpPut || d->op > ccoGdaOpFence) why = "unknown op";
   else if (needsPeer && (d->peer < 0 || d->peer >= px->nRanks || !st->peers[d->peer]))
     why = "peer without an endpoint";
   else if (d->signalOp > ccoGdaSignalOpAdd || (d->signalOp && d->signal >= st->signalTotal))
     why = "bad signal";
   else if (d->counter > st->counterCount) why = "bad counter";
-  else if (d->op == CCO_GDA_OP_PUT_VALUE && d->bytes != 1 && d->bytes != 2 && d->bytes != 4 && d->bytes != 8)
+  else if (d->op == ccoGdaOpPutValue && d->bytes != 1 && d->bytes != 2 && d->bytes != 4 && d->bytes != 8)
     why = "bad put-value size";
   if (!why) return ccoSuccess;
   return cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,

@@ -21,17 +21,17 @@
  * here: some rank has a peer under it (FULL always; CROSSNODE and RAIL only
  * with several hosts). Same answer on every rank. */
 static bool gda_needed(const cco_transport_ctx* ctx, uint32_t connectionType) {
-  if (connectionType == CCO_GDA_CONNECTION_FULL) return true;
-  if (connectionType == CCO_GDA_CONNECTION_NONE) return false;
+  if (connectionType == ccoGdaConnectionFull) return true;
+  if (connectionType == ccoGdaConnectionNone) return false;
   return ctx->topo->nNodes > 1;
 }
 
 static void peer_table(const cco_transport_ctx* ctx, uint32_t type, uint8_t* peers) {
   const cco_topology* t = ctx->topo;
   for (int r = 0; r < ctx->nRanks; r++) {
-    bool yes = type == CCO_GDA_CONNECTION_FULL ||
-               (type == CCO_GDA_CONNECTION_CROSSNODE && t->nodeOf[r] != t->node) ||
-               (type == CCO_GDA_CONNECTION_RAIL && r != ctx->rank && t->lsaRankOf[r] == t->lsaRank);
+    bool yes = type == ccoGdaConnectionFull ||
+               (type == ccoGdaConnectionCrossNode && t->nodeOf[r] != t->node) ||
+               (type == ccoGdaConnectionRail && r != ctx->rank && t->lsaRankOf[r] == t->lsaRank);
     peers[r] = yes ? 1 : 0;
   }
 }
@@ -402,8 +402,8 @@ static ccoResult_t state_build(cco_gda_transport* gt, cco_gda_state* st, const c
   dev.counterCount = reqs->gdaCounterCount;
   dev.worldSize = ctx->nRanks;
   dev.connectionType = reqs->gdaConnectionType;
-  dev.teamKind = reqs->gdaConnectionType == CCO_GDA_CONNECTION_FULL   ? ccoTeamWorld
-                 : reqs->gdaConnectionType == CCO_GDA_CONNECTION_RAIL ? ccoTeamRail
+  dev.teamKind = reqs->gdaConnectionType == ccoGdaConnectionFull   ? ccoTeamWorld
+                 : reqs->gdaConnectionType == ccoGdaConnectionRail ? ccoTeamRail
                                                                       : ccoTeamCrossNode;
   dev.barrierCount = barriers;
   dev.contexts = (uint64_t)(uintptr_t)st->contextsDev;

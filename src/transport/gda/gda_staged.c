@@ -311,13 +311,13 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
   cco_gda_staged* s = px->staged;
   ccoGdaSlot* d = &op->d;
   if (op->done) return;
-  if (d->op == CCO_GDA_OP_COUNTER || d->op == CCO_GDA_OP_FENCE) {
+  if (d->op == ccoGdaOpCounter || d->op == ccoGdaOpFence) {
     if (op->ring->head == op->ticket) cco_gda_op_complete(px, op);
     return;
   }
   if (op->allSent) return; /* every message of the op exists: acks finish it */
-  if (d->op == CCO_GDA_OP_SIGNAL && op->ring->head != op->ticket) return;
-  if (!op->localWin && (d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET)) {
+  if (d->op == ccoGdaOpSignal && op->ring->head != op->ticket) return;
+  if (!op->localWin && (d->op == ccoGdaOpPut || d->op == ccoGdaOpGet)) {
     op->localWin = cco_gda_find_win(px, d->local, d->bytes);
     if (!op->localWin) {
       tx_fail(px, op, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
@@ -328,23 +328,23 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
       return;
     }
   }
-  bool putLike = d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_PUT_VALUE || d->op == CCO_GDA_OP_SIGNAL;
-  if ((d->op == CCO_GDA_OP_PUT && d->bytes == 0 && d->signalOp == ccoGdaSignalOpNone) ||
-      (d->op == CCO_GDA_OP_GET && d->bytes == 0)) {
+  bool putLike = d->op == ccoGdaOpPut || d->op == ccoGdaOpPutValue || d->op == ccoGdaOpSignal;
+  if ((d->op == ccoGdaOpPut && d->bytes == 0 && d->signalOp == ccoGdaSignalOpNone) ||
+      (d->op == ccoGdaOpGet && d->bytes == 0)) {
     op->allSent = true;
     cco_gda_op_complete(px, op); /* nothing to move */
     return;
   }
   for (;;) {
-    uint64_t left = d->op == CCO_GDA_OP_PUT || d->op == CCO_GDA_OP_GET ? d->bytes - op->issued : 0;
+    uint64_t left = d->op == ccoGdaOpPut || d->op == ccoGdaOpGet ? d->bytes - op->issued : 0;
     uint64_t len = left < s->chunk ? left : s->chunk;
-    cco_gda_chunk* c = tx_open(px, op, d->op == CCO_GDA_OP_PUT        ? CH_PUT
-                                   : d->op == CCO_GDA_OP_GET      ? CH_GET
-                                   : d->op == CCO_GDA_OP_PUT_VALUE ? CH_PUT_VALUE
+    cco_gda_chunk* c = tx_open(px, op, d->op == ccoGdaOpPut        ? CH_PUT
+                                   : d->op == ccoGdaOpGet      ? CH_GET
+                                   : d->op == ccoGdaOpPutValue ? CH_PUT_VALUE
                                                                   : CH_SIGNAL);
     if (!c) return;
     c->len = len;
-    if (d->op == CCO_GDA_OP_PUT && len) {
+    if (d->op == ccoGdaOpPut && len) {
       gda_tx* t = &s->tx[d->peer];
       c->zoneOff = fifo_alloc_bytes(&t->land, len);
       c->outOff = c->zoneOff == UINT64_MAX ? UINT64_MAX : fifo_alloc_bytes(&s->out, len);
@@ -353,7 +353,7 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
         chunk_free(s, c);
         return;
       }
-    } else if (d->op == CCO_GDA_OP_GET) {
+    } else if (d->op == ccoGdaOpGet) {
       c->zoneOff = fifo_alloc_bytes(&s->reply, len);
       if (c->zoneOff == UINT64_MAX) {
         chunk_free(s, c);
@@ -362,12 +362,12 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
       c->local = d->local + op->issued;
     }
     gda_msg* m = tx_commit(px, c);
-    m->kind = d->op == CCO_GDA_OP_PUT ? MSG_PUT
-              : d->op == CCO_GDA_OP_GET ? MSG_GET
-              : d->op == CCO_GDA_OP_PUT_VALUE ? MSG_PUT_VALUE
+    m->kind = d->op == ccoGdaOpPut ? MSG_PUT
+              : d->op == ccoGdaOpGet ? MSG_GET
+              : d->op == ccoGdaOpPutValue ? MSG_PUT_VALUE
                                               : MSG_SIGNAL;
     m->addr = d->remote + op->issued;
-    m->bytes = d->op == CCO_GDA_OP_PUT_VALUE ? d->bytes : len;
+    m->bytes = d->op == ccoGdaOpPutValue ? d->bytes : len;
     m->zoneOff = c->zoneOff;
     m->value = d->local;
     bool last = len == left;
@@ -376,7 +376,7 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
       m->signal = d->signal;
       m->signalValue = d->signalValue;
     }
-    if (d->op == CCO_GDA_OP_PUT && len) {
+    if (d->op == ccoGdaOpPut && len) {
       op->localLeft++;
       ccoResult_t res = job(px, &s->txq, c, bounce(s, s->outOff + c->outOff),
                             local_addr(px, d->local + op->issued), len);

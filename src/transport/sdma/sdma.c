@@ -81,8 +81,8 @@ static bool in_flat(const cco_sdma_state* st, uint64_t addr, uint64_t bytes) {
 
 static ccoResult_t check_descriptor(cco_sdma_transport* t, const cco_sdma_state* st, const ring* r,
                                     const ccoSdmaSlot* d) {
-  if (d->op == CCO_SDMA_OP_SIGNAL) return ccoSuccess;
-  if ((d->op == CCO_SDMA_OP_PUT || d->op == CCO_SDMA_OP_GET) && in_flat(st, d->dst, d->bytes) &&
+  if (d->op == ccoSdmaOpSignal) return ccoSuccess;
+  if ((d->op == ccoSdmaOpPut || d->op == ccoSdmaOpGet) && in_flat(st, d->dst, d->bytes) &&
       in_flat(st, d->src, d->bytes))
     return ccoSuccess;
   return cco_error(t->ctx->err, ccoInvalidUsage, CCO_SUBSYS_SDMA,
@@ -98,7 +98,7 @@ static ccoResult_t issue_pass(cco_sdma_transport* t, ring* r, const ccoSdmaSlot*
   size_t sizes[CCO_SDMA_PASS], copies = 0;
   uint64_t signalled = r->signalled;
   for (int i = 0; i < n; i++) {
-    if (d[i].op != CCO_SDMA_OP_SIGNAL && d[i].bytes) {
+    if (d[i].op != ccoSdmaOpSignal && d[i].bytes) {
       dsts[copies] = d[i].dst;
       srcs[copies] = d[i].src;
       sizes[copies++] = (size_t)d[i].bytes;

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "cco/cco.h"
-#include "cco/cco_device.h"
+#include "cco/cco_sdma.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -45,7 +45,7 @@ int main(void) {
   ccoComm* comm;
   if (ccoCommCreateFromEnv(0, &comm) != ccoSuccess) return 1;
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm dc;
   if (ccoDevCommCreate(comm, &reqs, &dc) != ccoSuccess) return 1;
   ccoWindow_t w;

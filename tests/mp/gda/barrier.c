@@ -24,7 +24,7 @@ static size_t bar_src(int r, int round) { return 8u * (size_t)(round * 131 + r *
 
 void test_barrier(rank_ctx* c) {
   if (!has_gda(c) || !step_begin(c, "barrier", 90)) return;
-  ccoTeam_t rail = c->dc.teams[ccoTeamRail];
+  ccoTeam rail = c->dc.teams[ccoTeamRail];
   ccoGda g = ccoGdaHandle(&c->dc, 0, ccoGdaDoorbellImmediate);
   ccoGda deferred = ccoGdaHandle(&c->dc, 0, ccoGdaDoorbellDeferred);
   /* Misuse first (nothing is posted). */

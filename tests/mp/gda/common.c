@@ -32,9 +32,9 @@ int barrier(rank_ctx* c) {
 /* Whether rank a has an endpoint to rank b under the connection type. */
 int expect_peer(const rank_ctx* c, int a, int b) {
   switch (g_opt.conn) {
-    case CCO_GDA_CONNECTION_FULL: return 1;
-    case CCO_GDA_CONNECTION_CROSSNODE: return c->nodeOf[a] != c->nodeOf[b];
-    case CCO_GDA_CONNECTION_RAIL: return a != b && c->lsaOf[a] == c->lsaOf[b];
+    case ccoGdaConnectionFull: return 1;
+    case ccoGdaConnectionCrossNode: return c->nodeOf[a] != c->nodeOf[b];
+    case ccoGdaConnectionRail: return a != b && c->lsaOf[a] == c->lsaOf[b];
     default: return 0;
   }
 }

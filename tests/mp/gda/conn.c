@@ -45,7 +45,7 @@ void test_conn(rank_ctx* c) {
   barrier(c);
   const ccoDevComm* dc = &c->dc;
   ccoGda g = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
-  int wantGda = g_opt.conn == CCO_GDA_CONNECTION_FULL || (g_opt.conn != CCO_GDA_CONNECTION_NONE && c->nNodes > 1);
+  int wantGda = g_opt.conn == ccoGdaConnectionFull || (g_opt.conn != ccoGdaConnectionNone && c->nNodes > 1);
   CHECK(has_gda(c) == wantGda, "rank %d: conn: dc.gda is %s with %d hosts and connection type %u", c->rank,
         has_gda(c) ? "set" : "0", c->nNodes, g_opt.conn);
   CHECK(dc->gdaConnectionType == g_opt.conn, "rank %d: dc.gdaConnectionType %u, asked for %u", c->rank,
@@ -83,7 +83,7 @@ void test_conn(rank_ctx* c) {
   for (int q = 0; q < c->nRanks; q++)
     if (ccoGdaHasPeer(&g, q) != expect_peer(c, c->rank, q)) tableWrong++;
   CHECK(tableWrong == 0, "rank %d: %ld entries of the endpoint table differ from the topology", c->rank, tableWrong);
-  ccoTeam_t team = dc->teams[ccoGdaTeamKind(dc)];
+  ccoTeam team = dc->teams[ccoGdaTeamKind(dc)];
   int inTeam = 0;
   for (int i = 0; i < team.nRanks; i++) {
     int q = ccoGdaTeamPeer(dc, i);

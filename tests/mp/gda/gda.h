@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "cco/cco_scale_out.h"
+#include "cco/cco_gda.h"
 #define MP_UTIL_SHARED_COUNTS /* the counters live in common.c */
 #include "../mp_pattern.h"
 #include "../mp_util.h"

@@ -1,6 +1,6 @@
 /*
- * GDA on the host platform, through the scale-out device API itself
- * (cco_scale_out.h compiled for the host: "kernels" are CPU threads, a
+ * GDA on the host platform, through the GDA device API itself
+ * (cco_gda.h compiled for the host: "kernels" are CPU threads, a
  * thread is a warp and a block of one). The proxy thread of each rank runs
  * the posts on the network engine (libfabric, tcp;ofi_rxm by default), on
  * the direct or the staged path (CCO_GDA_PATH). One process per rank.
@@ -46,7 +46,7 @@
 
 #define SRC_BYTES (8u << 20) /* window A: this rank's pattern, read-only */
 
-options g_opt = {NULL, NULL, 0, CCO_GDA_CONNECTION_CROSSNODE, 300, 1000, 0};
+options g_opt = {NULL, NULL, 0, ccoGdaConnectionCrossNode, 300, 1000, 0};
 
 static int parse(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
@@ -56,10 +56,10 @@ static int parse(int argc, char** argv) {
       g_opt.probe = 1;
     } else if (!strcmp(a, "--conn") && v) {
       i++;
-      if (!strcmp(v, "full")) g_opt.conn = CCO_GDA_CONNECTION_FULL;
-      else if (!strcmp(v, "crossnode")) g_opt.conn = CCO_GDA_CONNECTION_CROSSNODE;
-      else if (!strcmp(v, "rail")) g_opt.conn = CCO_GDA_CONNECTION_RAIL;
-      else if (!strcmp(v, "none")) g_opt.conn = CCO_GDA_CONNECTION_NONE;
+      if (!strcmp(v, "full")) g_opt.conn = ccoGdaConnectionFull;
+      else if (!strcmp(v, "crossnode")) g_opt.conn = ccoGdaConnectionCrossNode;
+      else if (!strcmp(v, "rail")) g_opt.conn = ccoGdaConnectionRail;
+      else if (!strcmp(v, "none")) g_opt.conn = ccoGdaConnectionNone;
       else return 0;
     } else if (!strcmp(a, "--only") && v) {
       g_opt.only = argv[++i];

@@ -1,0 +1,79 @@
+/*
+ * Private: internals of the SDMA device API (cco/cco_sdma.h): the ring of
+ * (peer, queue) and posting into it. Names start with cco_impl_ and may
+ * change in any release; kernels call the public functions instead.
+ *
+ * Included by cco/cco_sdma.h once its types are defined; included on its
+ * own, it brings in that header first.
+ */
+#include "cco/cco_sdma.h"
+
+#ifndef CCO_DEVICE_IMPL_SDMA_IMPL_H_
+#define CCO_DEVICE_IMPL_SDMA_IMPL_H_
+
+#include <stdint.h>
+
+#include "cco/cco_device.h"
+#include "cco/device/cco_sdma_types.h"
+#include "cco/device/impl/arch_impl.h"
+
+CCO_DEVICE_INLINE const ccoSdmaDev* cco_impl_sdma_state(const ccoDevComm* dc) {
+  return (const ccoSdmaDev*)(uintptr_t)dc->sdma;
+}
+
+CCO_DEVICE_INLINE const ccoSdmaQueueDev* cco_impl_sdma_queue(const ccoDevComm* dc, int peer, uint32_t queue) {
+  const ccoSdmaDev* sd = cco_impl_sdma_state(dc);
+  return &((const ccoSdmaQueueDev*)(uintptr_t)sd->queues)[(uint32_t)peer * sd->queueCount + queue];
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_check(const ccoDevComm* dc, int peer, uint32_t queue) {
+  const ccoSdmaDev* sd = cco_impl_sdma_state(dc);
+  if (!sd) return ccoDevUnsupported;
+  if (peer < 0 || peer >= (int)sd->lsaSize || queue >= sd->queueCount) return ccoDevInvalid;
+  return ccoDevSuccess;
+}
+
+/* One thread: takes a ticket, waits for a free slot (credits), writes the
+ * descriptor and publishes it with a release store of its sequence. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int peer, uint32_t queue, uint32_t op,
+                                                    uint32_t flags, uint64_t dst, uint64_t src, uint64_t bytes) {
+  ccoDevStatus_t st = cco_impl_sdma_check(dc, peer, queue);
+  if (st != ccoDevSuccess) return st;
+  const ccoSdmaQueueDev* q = cco_impl_sdma_queue(dc, peer, queue);
+  uint64_t ticket = cco_impl_atomic_add_release_u64((uint64_t*)(uintptr_t)q->tail, 1);
+  /* Credits: the engine's head lives in host memory, a bus round trip away;
+   * producers share a copy in device memory and read the host word only
+   * when that copy says the ring is full. A stale (lower) copy only costs
+   * an extra host read. */
+  uint64_t* cached = (uint64_t*)(uintptr_t)(q->tail + CCO_SDMA_CACHED_HEAD_OFFSET);
+  if (ticket - cco_impl_ld_acquire_u64(cached) >= CCO_SDMA_DEPTH) {
+    const uint64_t* head = (const uint64_t*)(uintptr_t)q->head;
+    uint64_t h;
+    for (uint32_t spins = 0; ticket - (h = cco_impl_ld_acquire_u64(head)) >= CCO_SDMA_DEPTH; spins++) {
+      if ((spins & 255) == 255 && ccoDevCommAborted(dc)) return ccoDevAborted;
+      cco_impl_spin_pause(spins);
+    }
+    cco_impl_st_release_u64(cached, h);
+  }
+  ccoSdmaSlot* slot = &((ccoSdmaSlot*)(uintptr_t)q->slots)[ticket & (CCO_SDMA_DEPTH - 1)];
+  slot->dst = dst;
+  slot->src = src;
+  slot->bytes = bytes;
+  slot->op = op;
+  slot->flags = flags;
+  cco_impl_st_release_u64(&slot->seq, ticket + 1);
+  return ccoDevSuccess;
+}
+
+/* The scope posts once (its rank 0), every thread gets the status. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post_coop(const ccoDevComm* dc, int peer, uint32_t queue, uint32_t op,
+                                                         uint32_t flags, uint64_t dst, uint64_t src, uint64_t bytes,
+                                                         ccoCoop_t coop) {
+  uint32_t rank = ccoCoopRank(coop);
+  ccoDevStatus_t st = ccoDevSuccess;
+  ccoCoopSync(coop);
+  if (rank == 0) st = cco_impl_sdma_post(dc, peer, queue, op, flags, dst, src, bytes);
+  return (ccoDevStatus_t)cco_impl_coop_broadcast3((int)coop, rank, (uint32_t)st);
+}
+
+#endif /* CCO_DEVICE_IMPL_SDMA_IMPL_H_ */
