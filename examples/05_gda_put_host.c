@@ -63,6 +63,8 @@ static void* put_kernel_thread(void* arg) {
 
 int main(void) {
   ccoComm* comm = NULL;
+  /* CPU threads store into the windows, so they must live in host memory. */
+  setenv("CCO_PLATFORM", "host", 1);
   ccoResult_t res = ccoCommCreateFromEnv(0, &comm);
   if (res != ccoSuccess) {
     fprintf(stderr, "ccoCommCreateFromEnv failed: %s (%s)\n", ccoGetErrorString(res), ccoGetLastError(NULL));

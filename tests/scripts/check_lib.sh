@@ -23,7 +23,7 @@ show() { grep -E "$1" "$tmp/last.out" | sed 's/^/    /'; }
 # an older clang knows, with a note in nvptx_note; the inline PTX does not
 # depend on it).
 find_nvptx_clang() {
-  nvptx_cc="" nvptx_arch="" nvptx_note=""
+  nvptx_cc="" nvptx_arch="" nvptx_note="" nvptx_flags=()
   local cc sm
   for cc in clang-21 clang-20 clang-19 clang-18 clang-17 clang-16 clang-15 clang; do
     command -v "$cc" >/dev/null || continue
@@ -37,6 +37,14 @@ find_nvptx_clang() {
   done
   [ -n "$nvptx_cc" ] || return 0
   [ "$nvptx_arch" = sm_90 ] || nvptx_note="($nvptx_cc knows no sm_90; bitcode for $nvptx_arch)"
+  # A clang older than the CUDA toolkit it finds warns that it does not know
+  # that version, which -Werror turns into a failure; the headers need
+  # nothing of the toolkit, so that warning is off where clang has it.
+  nvptx_flags=()
+  if echo 'int x;' | "$nvptx_cc" --target=nvptx64-nvidia-cuda -march="$nvptx_arch" -std=c11 -nostdlibinc \
+    -Werror -Wno-unknown-cuda-version -x c -emit-llvm -c - -o /dev/null 2>/dev/null; then
+    nvptx_flags=(-Wno-unknown-cuda-version)
+  fi
   return 0
 }
 # nvcc on PATH or in /usr/local/cuda; sets nvcc (empty when none).

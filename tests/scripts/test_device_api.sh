@@ -359,7 +359,7 @@ fi
 # wrappers into Triton kernels).
 find_nvptx_clang
 if [ -n "$nvptx_cc" ]; then
-  nvptx=("$nvptx_cc" --target=nvptx64-nvidia-cuda -march="$nvptx_arch" -std=c11 -nostdlibinc -O2)
+  nvptx=("$nvptx_cc" --target=nvptx64-nvidia-cuda -march="$nvptx_arch" -std=c11 -nostdlibinc -O2 "${nvptx_flags[@]}")
   bitcode() {
     "${nvptx[@]}" -Wall -Wextra -Werror "${inc[@]}" -emit-llvm -c "$tmp/uses.c" -o "$tmp/uses.bc" || return 1
     [ -s "$tmp/uses.bc" ] || { echo "no bitcode written"; return 1; }

@@ -135,7 +135,7 @@ if [ -n "$nvptx_cc" ]; then
   # What Triton's bitcode path uses: no CUDA headers, no -ffreestanding.
   check "$nvptx_cc --target=nvptx64-nvidia-cuda -march=$nvptx_arch -std=c11 -nostdlibinc -O2 -emit-llvm: each header alone${nvptx_note:+ $nvptx_note}" \
     alone "$inc" c cco/cco_torch.h "${headers[@]}" -- "$nvptx_cc" --target=nvptx64-nvidia-cuda -march="$nvptx_arch" -std=c11 \
-    -nostdlibinc -O2 -Wall -Wextra -Werror -pedantic -emit-llvm -c -o "$tmp/one.bc"
+    -nostdlibinc -O2 -Wall -Wextra -Werror -pedantic "${nvptx_flags[@]}" -emit-llvm -c -o "$tmp/one.bc"
 else
   skip "clang for NVPTX: no clang here knows --target=nvptx64-nvidia-cuda (scripts/install-deps.sh installs clang-19)"
 fi

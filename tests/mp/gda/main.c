@@ -125,6 +125,9 @@ int main(int argc, char** argv) {
   if (g_opt.probe) return probe();
   static rank_ctx ctx;
   rank_ctx* c = &ctx;
+  /* CPU threads play the kernels and touch the windows, so they must live
+   * in host memory, also on a machine with a GPU. */
+  setenv("CCO_PLATFORM", "host", 1);
   ccoResult_t r = ccoCommCreateFromEnv(0, &c->comm);
   if (r != ccoSuccess) {
     fprintf(stderr, "mp_gda: ccoCommCreateFromEnv: %s (%s)\n", ccoGetErrorString(r), ccoGetLastError(NULL));
