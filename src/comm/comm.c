@@ -21,44 +21,9 @@
 #define CCO_MAX_PER_RANK_VMM (1ull << 40)
 #define CCO_MAX_RANKS (1 << 20)
 
-/* Live communicators of this process. A handle is looked up here before it
- * is dereferenced, so a destroyed or foreign handle is refused instead of
- * read after free. */
-static pthread_mutex_t g_live_lock = PTHREAD_MUTEX_INITIALIZER;
-static const ccoComm** g_live;
-static size_t g_nlive, g_caplive;
-
-static bool live_add(const ccoComm* comm) {
-  pthread_mutex_lock(&g_live_lock);
-  bool ok = true;
-  if (g_nlive == g_caplive) {
-    size_t cap = g_caplive ? 2 * g_caplive : 16;
-    const ccoComm** grown = realloc(g_live, cap * sizeof(*grown));
-    if (grown) g_live = grown, g_caplive = cap;
-    else ok = false;
-  }
-  if (ok) g_live[g_nlive++] = comm;
-  pthread_mutex_unlock(&g_live_lock);
-  return ok;
-}
-
-static void live_remove(const ccoComm* comm) {
-  pthread_mutex_lock(&g_live_lock);
-  for (size_t i = 0; i < g_nlive; i++)
-    if (g_live[i] == comm) {
-      g_live[i] = g_live[--g_nlive];
-      break;
-    }
-  pthread_mutex_unlock(&g_live_lock);
-}
-
-bool cco_comm_is_valid(const ccoComm* comm) {
-  if (!comm) return false;
-  bool live = false;
-  pthread_mutex_lock(&g_live_lock);
-  for (size_t i = 0; i < g_nlive && !live; i++) live = g_live[i] == comm;
-  pthread_mutex_unlock(&g_live_lock);
-  return live && comm->magic == CCO_COMM_MAGIC;
+ccoResult_t cco_comm_keep_error(ccoComm* comm, ccoResult_t res) {
+  if (res != ccoSuccess) cco_errsink_set(&comm->err, cco_thread_last_error());
+  return res;
 }
 
 const char* ccoGetLastError(const ccoComm* comm) {
@@ -163,7 +128,7 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
   CCO_CHECK(round_vmm_size(perRankVmmSize, &slot));
 
   ccoResult_t res = ccoSuccess;
-  ccoComm* comm = calloc(1, sizeof(*comm));
+  ccoComm* comm = cco_comm_handle_new();
   if (!comm) return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for comm");
   comm->magic = CCO_COMM_MAGIC;
   comm->rank = rank;
@@ -201,7 +166,7 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
       .fail = transport_fail,
   };
   CCO_CHECK_GOTO(cco_transports_start(comm), res, err_mem);
-  if (!live_add(comm)) {
+  if (!cco_comm_handle_publish(comm)) {
     res = cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for the handle table");
     goto err_transports;
   }
@@ -226,7 +191,7 @@ err_comm:
   pthread_mutex_destroy(&comm->opLock);
   cco_errsink_fini(&comm->err);
   comm->magic = 0;
-  free(comm);
+  cco_comm_handle_release(comm);
   return res;
 }
 
@@ -264,6 +229,15 @@ static void note_async_error(ccoComm* comm, ccoResult_t res) {
 /* As ccoCommAbort, with the background failure as the reason: device waits
  * stop (abort word), blocked host calls wake, and the peers are told. */
 void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) {
+  /* The detail was recorded by the thread that found the failure (an engine
+   * thread): it becomes the communicator's, so ccoGetLastError(comm) says
+   * what happened, not what failed last on the application's threads. */
+  if (atomic_load(&comm->asyncError) == ccoSuccess) {
+    char detail[CCO_ERROR_TEXT_BYTES];
+    snprintf(detail, sizeof(detail), "rank %d failed in the background (%s): %s", comm->rank,
+             ccoGetErrorString(res), cco_thread_last_error());
+    cco_errsink_set(&comm->err, detail);
+  }
   note_async_error(comm, res);
   atomic_store(&comm->aborted, true);
   wake_waiters(comm);
@@ -297,7 +271,7 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   /* Engine threads first, and outside the lock: a failing engine takes it. */
   cco_transports_stop(comm);
   pthread_mutex_lock(&comm->opLock);
-  live_remove(comm);
+  cco_comm_handle_retire(comm);
   comm->magic = 0;
   /* Device communicators, then the transports (the platform still open),
    * then windows and memory (they may name peers), then the links. */
@@ -313,7 +287,7 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   pthread_mutex_unlock(&comm->opLock);
   pthread_mutex_destroy(&comm->opLock);
   cco_errsink_fini(&comm->err);
-  free(comm);
+  cco_comm_handle_release(comm);
   return ccoSuccess;
 }
 

@@ -53,7 +53,25 @@ struct ccoComm {
   uint64_t nextDevCommId;
 };
 
+/* Handles (src/comm/handles.c). new: a zeroed object whose address no
+ * earlier communicator of this process had; release: its memory goes back
+ * and the address is never handed out again. publish / retire: enter it
+ * in / remove it from the live table that is_valid consults. */
+ccoComm* cco_comm_handle_new(void);
+void cco_comm_handle_release(ccoComm* comm);
+bool cco_comm_handle_publish(const ccoComm* comm);
+void cco_comm_handle_retire(const ccoComm* comm);
 bool cco_comm_is_valid(const ccoComm* comm);
+
+/* Where a failure's detail goes for ccoGetLastError(comm): also for calls
+ * that take the communicator as const (queries), whose failures are still
+ * the communicator's last error. */
+static inline cco_errsink* cco_comm_errsink(const ccoComm* comm) { return (cco_errsink*)&comm->err; }
+
+/* The detail of a failure that a lower layer recorded only for the calling
+ * thread (a platform call, say) becomes the communicator's last error too.
+ * Returns res. */
+ccoResult_t cco_comm_keep_error(ccoComm* comm, ccoResult_t res);
 
 /* First line of every public function taking a communicator. */
 #define CCO_VALIDATE_COMM(comm)                                                             \
@@ -88,6 +106,10 @@ void cco_transports_window_removed(ccoComm* comm, const cco_window_info* win);
  * communicator's transport state and tables (mem lock held; their windows
  * go with the other windows). */
 void cco_devcomm_abort_all(ccoComm* comm);
+/* The live device communicator whose resource window win is, or NULL (mem
+ * lock held); and its id. */
+const cco_devcomm_rec* cco_devcomm_using_window(ccoComm* comm, ccoWindow_t win);
+uint64_t cco_devcomm_id(const cco_devcomm_rec* d);
 void cco_devcomm_free_all(ccoComm* comm);
 
 #endif /* CCO_COMM_COMM_H_ */

@@ -317,6 +317,14 @@ ccoResult_t ccoDevCommCopyToDevice(ccoComm* comm, const ccoDevComm* devComm, cco
   return res;
 }
 
+const cco_devcomm_rec* cco_devcomm_using_window(ccoComm* comm, ccoWindow_t win) {
+  for (const cco_devcomm_rec* d = comm->devcomms; d; d = d->next)
+    if (d->resourceWindow == win) return d;
+  return NULL;
+}
+
+uint64_t cco_devcomm_id(const cco_devcomm_rec* d) { return d->id; }
+
 void cco_devcomm_abort_all(ccoComm* comm) {
   pthread_mutex_lock(&comm->mem.lock);
   for (cco_devcomm_rec* d = comm->devcomms; d; d = d->next)

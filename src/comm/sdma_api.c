@@ -11,12 +11,17 @@
 #include "transport/sdma/sdma.h"
 
 /* Address of `bytes` at `off` of LSA rank lsa's copy of win, bounds checked. */
+/* A signal (signal != 0) must also be 8-byte aligned: the copy engine and
+ * the device store it as one uint64_t. */
 static ccoResult_t window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t off, size_t bytes,
-                               const char* what, uint64_t* addr) {
+                               bool signal, const char* what, uint64_t* addr) {
   ccoWindowDevice d;
   if (ccoWindowGetInfo(comm, win, &d, NULL) != ccoSuccess)
-    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA, "%s: %p is not a window of this communicator",
-                     what, (void*)win);
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
+                     "%s: %p is not a window of this communicator", what, (void*)win);
+  if (signal && off % sizeof(uint64_t))
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
+                     "%s: offset %zu is not a multiple of 8 (a signal is a uint64_t)", what, off);
   if (off > d.size || bytes > d.size - off)
     return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
                      "%s: [%zu, +%zu) is outside the window's %llu bytes", what, off, bytes,
@@ -29,7 +34,8 @@ static ccoResult_t window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t o
  * peer, an abort): the host calls fail the same way device waits do. */
 static ccoResult_t check_usable(ccoComm* comm, const char* what) {
   if (!cco_sdma_enabled())
-    return cco_error(&comm->err, ccoUnsupported, CCO_SUBSYS_SDMA, "%s: SDMA is off (CCO_ENABLE_SDMA=0)", what);
+    return cco_error(&comm->err, ccoUnsupported, CCO_SUBSYS_SDMA,
+                     "%s: SDMA is off (CCO_ENABLE_SDMA=0)", what);
   ccoResult_t failed = ccoSuccess;
   ccoCommGetAsyncError(comm, &failed);
   if (failed != ccoSuccess)
@@ -48,12 +54,16 @@ ccoResult_t ccoSdmaPutAsync(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t 
     return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
                      "ccoSdmaPutAsync: rank %d is not on this rank's host", peer);
   uint64_t dst, src, sig = 0;
-  CCO_CHECK(window_addr(comm, dstWin, peerLsa, dstOff, bytes, "ccoSdmaPutAsync destination", &dst));
-  CCO_CHECK(window_addr(comm, srcWin, comm->topo.lsaRank, srcOff, bytes, "ccoSdmaPutAsync source", &src));
-  if (sigWin) CCO_CHECK(window_addr(comm, sigWin, peerLsa, sigOff, sizeof(uint64_t), "ccoSdmaPutAsync signal", &sig));
+  CCO_CHECK(window_addr(comm, dstWin, peerLsa, dstOff, bytes, false, "ccoSdmaPutAsync destination",
+                        &dst));
+  CCO_CHECK(window_addr(comm, srcWin, comm->topo.lsaRank, srcOff, bytes, false,
+                        "ccoSdmaPutAsync source", &src));
+  if (sigWin)
+    CCO_CHECK(window_addr(comm, sigWin, peerLsa, sigOff, sizeof(uint64_t), true,
+                          "ccoSdmaPutAsync signal", &sig));
   cco_platform* p = &comm->platform;
-  if (bytes) CCO_CHECK(p->ops->copy_async(p, stream, dst, src, bytes));
-  if (sigWin) CCO_CHECK(p->ops->write_value_async(p, stream, sig, sigValue));
+  if (bytes) CCO_CHECK(cco_comm_keep_error(comm, p->ops->copy_async(p, stream, dst, src, bytes)));
+  if (sigWin) CCO_CHECK(cco_comm_keep_error(comm, p->ops->write_value_async(p, stream, sig, sigValue)));
   return ccoSuccess;
 }
 
@@ -61,7 +71,11 @@ ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff
   CCO_VALIDATE_COMM(comm);
   CCO_CHECK(check_usable(comm, "ccoStreamWaitSignal"));
   uint64_t sig;
-  CCO_CHECK(window_addr(comm, sigWin, comm->topo.lsaRank, sigOff, sizeof(uint64_t), "ccoStreamWaitSignal", &sig));
+  CCO_CHECK(window_addr(comm, sigWin, comm->topo.lsaRank, sigOff, sizeof(uint64_t), true,
+                        "ccoStreamWaitSignal", &sig));
   cco_platform* p = &comm->platform;
-  return p->ops->wait_value_async(p, stream, sig, value, comm->boot.timeout);
+  ccoResult_t res = p->ops->wait_value_async(p, stream, sig, value, comm->boot.timeout, &comm->asyncError);
+  /* Given up because the communicator failed: say why, as check_usable does. */
+  if (res == ccoRemoteError) CCO_CHECK(check_usable(comm, "ccoStreamWaitSignal"));
+  return cco_comm_keep_error(comm, res);
 }

@@ -87,6 +87,16 @@ ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win) {
   cco_mem* m = &comm->mem;
   pthread_mutex_lock(&m->lock);
   cco_window_rec* w = win ? cco_mem_window_find(m, win) : NULL;
+  const cco_devcomm_rec* owner = w ? cco_devcomm_using_window(comm, win) : NULL;
+  if (owner) {
+    /* Kernels of that device communicator still use it (barriers, signals). */
+    uint64_t id = cco_devcomm_id(owner);
+    pthread_mutex_unlock(&m->lock);
+    return cco_error(&comm->err, ccoInvalidUsage, CCO_SUBSYS_MEM,
+                     "ccoWindowDeregister: %p is the resource window of live device communicator "
+                     "%llu; ccoDevCommDestroy releases it",
+                     (void*)win, (unsigned long long)id);
+  }
   if (w) {
     cco_window_info info = cco_mem_window_info(w);
     cco_transports_window_removed(comm, &info); /* before the memory goes */

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "platform/platform.h"
 
@@ -74,6 +75,17 @@ static ccoResult_t host_chunk_create(cco_platform* p, size_t size, cco_chunk* ch
   int fd = memfd_create("cco-chunk", MFD_CLOEXEC);
   if (fd < 0)
     return cco_error(NULL, ccoSystemError, CCO_SUBSYS_MEM, "memfd_create failed: %s", strerror(errno));
+  /* A memfd takes its pages as they are touched, so any size would be
+   * accepted here and fail later, at a store (SIGBUS). What cannot fit in
+   * this machine's memory is refused now, as cuMemCreate refuses it on a
+   * GPU. */
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && pageSize > 0 && size / (size_t)pageSize > (size_t)pages) {
+    close(fd);
+    return cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_MEM,
+                     "%zu bytes are more than this machine's memory (%zu bytes)", size,
+                     (size_t)pages * (size_t)pageSize);
+  }
   if (ftruncate(fd, (off_t)size) != 0) {
     int err = errno;
     close(fd);
@@ -246,21 +258,24 @@ static ccoResult_t host_write_values_async(cco_platform* p, void* stream, unsign
 }
 
 static ccoResult_t host_wait_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
-                                         double timeoutSeconds) {
+                                         double timeoutSeconds, const _Atomic int* cancel) {
   (void)p, (void)stream;
   const uint64_t* word = (const uint64_t*)(uintptr_t)addr;
-  struct timespec start, now;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  for (uint32_t spins = 0; (int64_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - value) < 0; spins++) {
-    if ((spins & 63) == 63) {
-      sched_yield();
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      double waited = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
-      if (timeoutSeconds > 0 && waited > timeoutSeconds)
-        return cco_error(NULL, ccoTimeout, CCO_SUBSYS_SDMA,
-                         "signal at %p stayed below %llu for %g s", (void*)(uintptr_t)addr,
-                         (unsigned long long)value, timeoutSeconds);
-    }
+  uint64_t start = cco_now_ns();
+  uint64_t limit = timeoutSeconds > 0 ? (uint64_t)(timeoutSeconds * 1e9) : UINT64_MAX;
+  while ((int64_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - value) < 0) {
+    uint64_t waited = cco_now_ns() - start;
+    if (cancel && atomic_load(cancel) != 0)
+      return cco_error(NULL, ccoRemoteError, CCO_SUBSYS_SDMA,
+                       "signal at %p stayed below %llu: the communicator failed while waiting (%s)",
+                       (void*)(uintptr_t)addr, (unsigned long long)value,
+                       ccoGetErrorString((ccoResult_t)atomic_load(cancel)));
+    if (waited > limit)
+      return cco_error(NULL, ccoTimeout, CCO_SUBSYS_SDMA, "signal at %p stayed below %llu for %g s",
+                       (void*)(uintptr_t)addr, (unsigned long long)value, timeoutSeconds);
+    /* Yield at first (a signal that comes soon comes within microseconds),
+     * then nap: a wait of seconds must not cost a core. */
+    cco_idle_wait(waited, 200000);
   }
   return ccoSuccess;
 }
