@@ -33,6 +33,7 @@ from .devcomm import (
     DevComm,
 )
 from .errors import (
+    CCOArgumentOverflow,
     CCOCudaError,
     CCOError,
     CCOInternalError,
@@ -51,12 +52,12 @@ from .views import PLATFORM_CUDA, PLATFORM_HOST, CudaArray, MemoryRegion, from_p
 __version__ = "0.1.0"
 
 __all__ = [
-    "AllocatedMemory", "CCOCudaError", "CCODevCommRequirements", "CCOError", "CCOInternalError",
-    "CCOInvalidArgument", "CCOInvalidUsage", "CCONetError", "CCOOutOfMemory", "CCORemoteError",
-    "CCOSystemError", "CCOTimeout", "CCOUnsupported", "Communicator", "CudaArray", "DevComm",
-    "GDA_CONNECTION_CROSSNODE", "GDA_CONNECTION_FULL", "GDA_CONNECTION_NONE",
-    "GDA_CONNECTION_RAIL", "LibraryNotFoundError", "MemoryRegion", "PLATFORM_CUDA",
-    "PLATFORM_HOST", "RegisteredWindow", "TEAM_CROSS_NODE", "TEAM_LSA", "TEAM_RAIL", "TEAM_WORLD",
-    "Team", "UniqueId", "from_pointer", "library_path", "set_torch_allocator_comm", "to_cupy",
-    "to_torch", "version",
+    "AllocatedMemory", "CCOArgumentOverflow", "CCOCudaError", "CCODevCommRequirements",
+    "CCOError", "CCOInternalError", "CCOInvalidArgument", "CCOInvalidUsage", "CCONetError",
+    "CCOOutOfMemory", "CCORemoteError", "CCOSystemError", "CCOTimeout", "CCOUnsupported",
+    "Communicator", "CudaArray", "DevComm", "GDA_CONNECTION_CROSSNODE", "GDA_CONNECTION_FULL",
+    "GDA_CONNECTION_NONE", "GDA_CONNECTION_RAIL", "LibraryNotFoundError", "MemoryRegion",
+    "PLATFORM_CUDA", "PLATFORM_HOST", "RegisteredWindow", "TEAM_CROSS_NODE", "TEAM_LSA",
+    "TEAM_RAIL", "TEAM_WORLD", "Team", "UniqueId", "from_pointer", "library_path",
+    "set_torch_allocator_comm", "to_cupy", "to_torch", "version",
 ]

@@ -16,6 +16,11 @@ Design choices, and why:
 - :meth:`abort` may be called from any thread while another thread is
   blocked in a collective of the same communicator; nothing else should be
   called concurrently with :meth:`destroy`.
+- Every integer passed to C (sizes, offsets, ranks, team kinds, signal
+  values, addresses, streams) goes through :func:`cco._convert.to_c` with
+  its C parameter's type first: ctypes would silently keep the low bits of
+  a value the type cannot hold. The checked value is the one passed to C
+  and the one the handles report.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from collections import namedtuple
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _abi, _lib
+from ._convert import INT, POINTER, SIZE_T, UINT64, to_c
 from .devcomm import CCODevCommRequirements, DevComm
 from .errors import CCOError, CCOInvalidArgument, CCOInvalidUsage, error_for
 from .resources import AllocatedMemory, RegisteredWindow, Resource
@@ -112,21 +118,21 @@ def _as_unique_id(uid: Any) -> UniqueId:
     raise CCOInvalidArgument(f"uid must be a UniqueId, bytes or hex str, not {type(uid).__name__}")
 
 
-def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (
-            high is not None and value > high):
-        bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise CCOInvalidArgument(f"{name} must be an integer {bound}, not {value!r}")
-    return value
-
-
 def _address(value: _Pointer, what: str) -> int:
-    """An address from an int or a region (memory, window, view target)."""
+    """An address from an int or a region (memory, window, view target),
+    checked to fit a C pointer (ctypes would keep its low 64 bits)."""
     if isinstance(value, Region):
         return value._view_target()[0]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise CCOInvalidArgument(f"{what} must be an address (int) or a cco region, not {value!r}")
-    return value
+    return to_c(POINTER, what, value, low=0)
+
+
+def _stream(stream: Any) -> Optional[int]:
+    """A CUDA stream handle as an int (0 or None: the legacy default stream)."""
+    if stream is None:
+        return None
+    return to_c(POINTER, "stream", stream) or None
 
 
 # The communicator torch's allocator hooks draw from (cco.torch), so that
@@ -170,6 +176,7 @@ class Communicator:
 
     def __init__(self, handle: int) -> None:
         """Wraps a live ``ccoComm*``; use :meth:`init` or :meth:`from_env`."""
+        handle = to_c(POINTER, "handle", handle, low=1)
         self._lib = _lib.load()
         self._h: Optional[int] = handle
         self._lock = threading.RLock()
@@ -213,9 +220,9 @@ class Communicator:
         library; 0 means its default). Blocks until every rank has joined or
         ``CCO_BOOTSTRAP_TIMEOUT`` passes.
         """
-        _check_int("nranks", nranks, 1)
-        _check_int("rank", rank, 0, nranks - 1)
-        _check_int("per_rank_vmm", per_rank_vmm, 0)
+        nranks = to_c(INT, "nranks", nranks, low=1)
+        rank = to_c(INT, "rank", rank, low=0, high=nranks - 1)
+        per_rank_vmm = to_c(SIZE_T, "per_rank_vmm", per_rank_vmm, low=0)
         uid = _as_unique_id(uid)
         lib = _lib.load()
         out = ctypes.c_void_p()
@@ -228,7 +235,7 @@ class Communicator:
     def from_env(cls, per_rank_vmm: int = 0) -> "Communicator":
         """Collective: joins the job ccorun described in the environment
         (``CCO_UNIQUE_ID``, ``CCO_NRANKS``, ``CCO_RANK``)."""
-        _check_int("per_rank_vmm", per_rank_vmm, 0)
+        per_rank_vmm = to_c(SIZE_T, "per_rank_vmm", per_rank_vmm, low=0)
         lib = _lib.load()
         out = ctypes.c_void_p()
         res = lib.ccoCommCreateFromEnv(per_rank_vmm, ctypes.byref(out))
@@ -354,12 +361,15 @@ class Communicator:
     def team(self, kind: int) -> Team:
         """The team `kind` (``cco.TEAM_WORLD``, ``TEAM_LSA``, ...) seen from here."""
         self._check_alive()
+        kind = to_c(INT, "kind", kind)
         out = _abi.TeamStruct()
         self._check(self._lib.ccoCommTeam(self._h, kind, ctypes.byref(out)))
         return Team(out.nRanks, out.rank, out.stride)
 
     def team_rank_to_world(self, kind: int, team_rank: int) -> int:
         self._check_alive()
+        kind = to_c(INT, "kind", kind)
+        team_rank = to_c(INT, "team_rank", team_rank)
         out = ctypes.c_int()
         self._check(self._lib.ccoTeamRankToWorld(self._h, kind, team_rank, ctypes.byref(out)))
         return out.value
@@ -367,6 +377,8 @@ class Communicator:
     def team_rank_from_world(self, kind: int, world_rank: int) -> int:
         """Team rank of `world_rank`; CCOInvalidArgument when not a member."""
         self._check_alive()
+        kind = to_c(INT, "kind", kind)
+        world_rank = to_c(INT, "world_rank", world_rank)
         out = ctypes.c_int()
         self._check(self._lib.ccoTeamRankFromWorld(self._h, kind, world_rank, ctypes.byref(out)))
         return out.value
@@ -395,17 +407,27 @@ class Communicator:
         handle as an int (e.g. torch.cuda.current_stream().cuda_stream);
         the host platform copies before returning."""
         self._check_alive()
+        peer = to_c(INT, "peer", peer, low=0, high=self._size - 1)
+        dst_off = to_c(SIZE_T, "dst_off", dst_off, low=0)
+        src_off = to_c(SIZE_T, "src_off", src_off, low=0)
+        nbytes = to_c(SIZE_T, "nbytes", nbytes, low=0)
+        sig_off = to_c(SIZE_T, "sig_off", sig_off, low=0)
+        sig_value = to_c(UINT64, "sig_value", sig_value)
+        stream = _stream(stream)
         self._check(self._lib.ccoSdmaPutAsync(
             self._h, peer, dst_win.handle, dst_off, src_win.handle, src_off, nbytes,
-            sig_win.handle if sig_win is not None else None, sig_off, sig_value, stream or None))
+            sig_win.handle if sig_win is not None else None, sig_off, sig_value, stream))
 
     def stream_wait_signal(self, sig_win: "RegisteredWindow", sig_off: int, value: int,
                            stream: int = 0) -> None:
         """Makes `stream` wait until this rank's uint64 at sig_win + sig_off
         reaches value (ccoStreamWaitSignal); the host platform waits here."""
         self._check_alive()
+        sig_off = to_c(SIZE_T, "sig_off", sig_off, low=0)
+        value = to_c(UINT64, "value", value)
+        stream = _stream(stream)
         self._check(self._lib.ccoStreamWaitSignal(self._h, sig_win.handle, sig_off, value,
-                                                  stream or None))
+                                                  stream))
 
     # ---------------------------------------------------- host collectives
 
@@ -423,7 +445,7 @@ class Communicator:
         each rank's bytes, indexed by rank."""
         self._check_alive()
         send = bytes(data)
-        n = len(send)
+        n = to_c(SIZE_T, "len(data)", len(send))
         recv = ctypes.create_string_buffer(max(1, n * self._size))
         self._check(self._lib.ccoBootstrapAllGather(self._h, send, recv, n))
         raw = recv.raw
@@ -441,7 +463,7 @@ class Communicator:
         """Local: `size` bytes of symmetric memory in this rank's slot.
         Ranks that allocate and free in the same order get the same offsets."""
         self._check_alive()
-        _check_int("size", size, 1)
+        size = to_c(SIZE_T, "size", size, low=1)
         out = ctypes.c_void_p()
         self._check(self._lib.ccoMemAlloc(self._h, size, ctypes.byref(out)))
         mem = AllocatedMemory(self, out.value, size)
@@ -470,7 +492,7 @@ class Communicator:
         handle (e.g. the tensor that owns the memory)."""
         self._check_alive()
         ext_ptr = _address(ext_ptr, "ext_ptr")
-        _check_int("size", size, 1)
+        size = to_c(SIZE_T, "size", size, low=1)
         out = ctypes.c_void_p()
         self._check(self._lib.ccoMemImport(self._h, ext_ptr, size, ctypes.byref(out)))
         mem = AllocatedMemory(self, out.value, size, imported=True, source_ptr=ext_ptr,
@@ -490,7 +512,7 @@ class Communicator:
         address = _address(ptr, "ptr")
         if size is None:
             raise CCOInvalidArgument("size is required with a raw pointer")
-        _check_int("size", size, 1)
+        size = to_c(SIZE_T, "size", size, low=1)
         if memory is None:
             with self._lock:
                 memory = self._allocs.get(address)
@@ -504,7 +526,7 @@ class Communicator:
         """Collective: allocates `size` bytes and registers them (the seeds'
         size-only form). The window owns the memory."""
         self._check_alive()
-        _check_int("size", size, 1)
+        size = to_c(SIZE_T, "size", size, low=1)
         win, local = ctypes.c_void_p(), ctypes.c_void_p()
         self._check(self._lib.ccoWindowRegisterAlloc(self._h, size, ctypes.byref(win),
                                                      ctypes.byref(local)))
@@ -520,7 +542,7 @@ class Communicator:
         `keepalive` (e.g. the tensor) is held as long as the window."""
         self._check_alive()
         ptr = _address(ptr, "ptr")
-        _check_int("nbytes", nbytes, 1)
+        nbytes = to_c(SIZE_T, "nbytes", nbytes, low=1)
         win, local = ctypes.c_void_p(), ctypes.c_void_p()
         self._check(self._lib.ccoWindowRegisterExternal(self._h, ptr, nbytes, ctypes.byref(win),
                                                         ctypes.byref(local)))
@@ -557,7 +579,7 @@ class Communicator:
         which must lie in a registered window; `peer` must be on this host."""
         self._check_alive()
         address = _address(local_ptr, "local_ptr")
-        _check_int("peer", peer, 0, self._size - 1)
+        peer = to_c(INT, "peer", peer, low=0, high=self._size - 1)
         out = ctypes.c_void_p()
         self._check(self._lib.ccoGetPeerPtr(self._h, address, peer, ctypes.byref(out)))
         return out.value

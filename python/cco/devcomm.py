@@ -5,8 +5,9 @@ ctypes Structure with the same layout), starting from
 ``CCO_DEV_COMM_REQUIREMENTS_INITIALIZER``, with the seeds' snake_case names
 as properties. Setting a name that is not a field raises ``AttributeError``
 (a typo would otherwise be silently ignored), and a value that does not fit
-a ``uint32_t`` raises :class:`~cco.errors.CCOInvalidArgument` (ctypes would
-otherwise wrap -1 to 4294967295). Range checks per field are the library's:
+a ``uint32_t`` raises :class:`~cco.errors.CCOArgumentOverflow`, an
+``OverflowError`` and a ``CCOInvalidArgument`` (ctypes would otherwise wrap
+-1 to 4294967295). Range checks per field are the library's:
 ``create_dev_comm`` fails with the field named.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ._abi import (
     DevCommRequirementsStruct,
     DevCommStruct,
 )
-from .errors import CCOInvalidArgument
+from ._convert import UINT32, to_c
 from .resources import Resource
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,12 +70,6 @@ REQUIREMENT_DEFAULTS: Dict[str, int] = {
 _C_NAMES = {name for name, _ in DevCommRequirementsStruct._fields_}
 
 
-def _u32(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0xFFFFFFFF:
-        raise CCOInvalidArgument(f"{name} must be an integer in 0..4294967295, not {value!r}")
-    return value
-
-
 class CCODevCommRequirements(DevCommRequirementsStruct):
     """``ccoDevCommRequirements``: what ``create_dev_comm`` allocates.
 
@@ -93,9 +88,9 @@ class CCODevCommRequirements(DevCommRequirementsStruct):
 
     def __setattr__(self, name: str, value: object) -> None:
         if name in REQUIREMENT_FIELDS:
-            super().__setattr__(REQUIREMENT_FIELDS[name], _u32(name, value))
+            super().__setattr__(REQUIREMENT_FIELDS[name], to_c(UINT32, name, value))
         elif name in _C_NAMES and name != "reserved":
-            super().__setattr__(name, _u32(name, value))
+            super().__setattr__(name, to_c(UINT32, name, value))
         else:
             raise AttributeError(
                 f"ccoDevCommRequirements has no field {name!r}; fields: "

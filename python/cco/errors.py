@@ -8,7 +8,9 @@ field name) raises the same classes, so callers handle one hierarchy.
 
 Two classes also derive from the matching builtin, so generic handlers keep
 working: :class:`CCOInvalidArgument` is a ``ValueError`` and
-:class:`CCOTimeout` a ``TimeoutError``.
+:class:`CCOTimeout` a ``TimeoutError``. :class:`CCOArgumentOverflow`, an
+integer argument its C type cannot hold, is both a ``CCOInvalidArgument``
+and an ``OverflowError`` (what Python's own conversions raise for it).
 """
 from __future__ import annotations
 
@@ -54,6 +56,12 @@ class CCOError(Exception):
 
 class CCOInvalidArgument(CCOError, ValueError):
     code, c_name = 1, "ccoInvalidArgument"
+
+
+class CCOArgumentOverflow(CCOInvalidArgument, OverflowError):
+    """An integer argument out of the range of the C type it is passed as
+    (ctypes would keep its low bits: 2**32 + 1 as an ``int`` is 1). Raised
+    by the package before any C call; its code is ccoInvalidArgument."""
 
 
 class CCOInvalidUsage(CCOError):

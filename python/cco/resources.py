@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ._abi import WindowDeviceStruct
+from ._convert import SIZE_T, to_c
 from .errors import CCOInvalidUsage
 from .views import MemoryRegion, Region
 
@@ -142,10 +143,7 @@ class RegisteredWindow(Resource, Region):
     def peer_ptr(self, peer: int, offset: int = 0) -> int:
         """Address on this host of world rank `peer`'s copy of byte `offset`."""
         self._check_alive()
-        if not 0 <= offset < self.size:
-            from .errors import CCOInvalidArgument
-
-            raise CCOInvalidArgument(f"offset {offset} outside the window of {self.size} bytes")
+        offset = to_c(SIZE_T, "offset", offset, low=0, high=self.size - 1)
         return self._comm.peer_ptr(self._local_ptr + offset, peer)
 
     def peer(self, peer: int) -> MemoryRegion:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Optional, Sequence, Tuple, Union
 
+from ._convert import POINTER, SIZE_T, to_c
 from .errors import CCOInvalidArgument, CCOUnsupported
 
 PLATFORM_HOST = "host"
@@ -116,13 +117,15 @@ class Region:
 
 
 class MemoryRegion(Region):
-    """A plain (address, size, platform) range; ``owner`` is kept alive."""
+    """A plain (address, size, platform) range; ``owner`` is kept alive.
+    The address and the size must fit a pointer and a ``size_t``: views are
+    made with ctypes, which would keep only their low 64 bits."""
 
     def __init__(self, ptr: int, size: int, platform: str, owner: Any = None) -> None:
         if platform not in (PLATFORM_HOST, PLATFORM_CUDA):
             raise CCOInvalidArgument(f"platform must be 'host' or 'cuda', not {platform!r}")
-        self.ptr = int(ptr)
-        self.size = int(size)
+        self.ptr = to_c(POINTER, "ptr", int(ptr), low=0)
+        self.size = to_c(SIZE_T, "size", int(size), low=0)
         self.platform = platform
         self.owner = owner
 
