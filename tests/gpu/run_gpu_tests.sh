@@ -2,7 +2,8 @@
 # GPU tests for the GPU machine (one H200): the platform smoke test, then the
 # window tests with 1 and 4 ranks, the LSA tests with 2, 4 and 8 ranks and the
 # SDMA tests with 2 and 4 ranks and the GDA tests with 2 and 4 ranks on two
-# virtual hosts under MPS, then the examples.
+# virtual hosts under MPS, a rank killed while the others wait in device
+# barriers (the liveness monitor), then the examples.
 # Usage: run_gpu_tests.sh BIN_DIR
 set -u
 bin=${1:?usage: run_gpu_tests.sh BIN_DIR}
@@ -36,6 +37,23 @@ run "SDMA off (CCO_ENABLE_SDMA=0), 2 ranks under MPS" "$bin/ccorun" -t 120 -n 2 
 for n in 2 4; do
   run "GDA device API through the staged path (scopes, thread and doorbell modes, get, put-value, counters, \
 flushAsync, barrier, statuses, 64 MiB), $n ranks on two virtual hosts under MPS" "$bin/ccorun" -t 300 -n "$n" --virtual-hosts 2 -p "$bin/gpu_gda"
+done
+# The victim runs under a launcher of its own, so that its death does not
+# stop the survivors' launcher; both share the job's id through a file.
+liveness_run() { # nRanks: the last one kills itself while the others wait
+  local n=$1 idf rc
+  idf=$(mktemp -u)
+  "$bin/ccorun" -t 60 -n 1 --nranks "$n" --rank-offset $((n - 1)) --id-file "$idf" "$bin/gpu_liveness" &
+  local victimLauncher=$!
+  "$bin/ccorun" -t 60 -n $((n - 1)) --nranks "$n" --id-file "$idf" -p "$bin/gpu_liveness"
+  rc=$?
+  wait "$victimLauncher" # exits nonzero: its rank was killed, as planned
+  rm -f "$idf"
+  return $rc
+}
+for n in 2 4; do
+  run "liveness monitor: a rank killed while $((n - 1)) others wait in LSA barriers without a timeout, \
+$n ranks under MPS" liveness_run "$n"
 done
 suite_programs "$bin" 4 "ranks under MPS"
 mps_stop
