@@ -100,7 +100,7 @@ static void check_prompt(const char* what, const int* ranks, int n, const int* c
     for (const char* const* s = needles; *s; s++) named |= strstr(g_sh->error[r], *s) != NULL;
     MP_CHECK(named, "%s: rank %d does not name the cause: %s", what, r, g_sh->error[r]);
   }
-  printf("%s: every other rank failed within %.3f s, naming the cause\n", what, worst);
+  printf("%s: every other rank failed within %.1f ms, naming the cause\n", what, 1e3 * worst);
 }
 
 static void start(ccoUniqueId* id) {

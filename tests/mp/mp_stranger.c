@@ -481,7 +481,7 @@ static void doomed_job(const char* what, mp_rank_fn offender, stranger_case* sc)
     MP_CHECK(strstr(g_sh->error[r], sc->expect) != NULL, "%s: rank %d does not name the cause: %s",
              what, r, g_sh->error[r]);
   }
-  printf("%s: every rank failed within %.3f s, with the reason\n", what, worst);
+  printf("%s: every rank failed within %.1f ms, with the reason\n", what, 1e3 * worst);
 }
 
 /* Creation time of a 4-rank job, from the moment its last rank starts,
