@@ -4,13 +4,23 @@
  * dissemination barrier (all distances).
  *
  * Trust: every connection starts with a HELLO carrying the 128-bit secret of
- * the unique id; the root and every link acceptor refuse (with a REFUSE
- * reply and a log line) anything with a wrong secret, nRanks, rank or link,
- * and carry on with the job.
+ * the unique id. The root and every link acceptor refuse (with a REFUSE
+ * reply and a log line) anything without the secret and carry on; a silent
+ * or slow stranger is evicted when room is needed, so any number of them
+ * cannot keep a rank out. A HELLO that has the secret but cannot be
+ * accepted (wrong nRanks, rank out of range or taken) comes from a
+ * misconfigured member of this job: it is refused and the whole job fails.
+ *
+ * Creation: joiners keep their connection to the root until their links
+ * are formed, and the root watches every joined rank until then, so a rank
+ * that dies or fails during creation fails every other rank at once, with
+ * its reason.
  *
  * Failure: the first failure on a rank (peer closed, timeout, mismatch,
  * abort) sends ABORT to every link and shuts the links down, so every other
- * rank blocked on this one fails promptly and passes it on.
+ * rank blocked on this one fails promptly and passes it on. ABORT is never
+ * written into a half-sent message: the message is finished first, or the
+ * link is only shut down.
  */
 #ifndef CCO_BOOT_BOOTSTRAP_H_
 #define CCO_BOOT_BOOTSTRAP_H_
@@ -28,6 +38,18 @@
 #define CCO_BOOTSTRAP_MAX_LINKS 31
 
 
+/* The message being sent, while it is incomplete: `head` (the header, and
+ * the payload of a small message), then `body` (a large payload, the
+ * caller's buffer). */
+typedef struct {
+  int fd; /* -1: none */
+  uint8_t head[CCO_WIRE_HEADER_BYTES + CCO_WIRE_HELLO_BYTES];
+  size_t headLen;
+  const void* body;
+  size_t bodyLen;
+  size_t sent; /* bytes of head + body sent so far */
+} cco_bootstrap_tx;
+
 typedef struct {
   int rank;
   int nRanks;
@@ -42,6 +64,11 @@ typedef struct {
   uint32_t seq;   /* collective sequence number, identical on every rank */
   ccoResult_t failResult;
   char failReason[320];
+  /* During creation only: the root's connections to the joiners (nRanks
+   * entries, -1 when closed), or a joiner's connection to the root. */
+  int* joinFds;
+  int rootFd;
+  cco_bootstrap_tx tx;
 } cco_bootstrap;
 
 /* Collective. On failure everything opened is closed again. `sink` is only
@@ -54,11 +81,14 @@ ccoResult_t cco_bootstrap_allgather(cco_bootstrap* bs, cco_errsink* sink, void* 
                                     size_t bytesPerRank);
 ccoResult_t cco_bootstrap_barrier(cco_bootstrap* bs, cco_errsink* sink);
 
-/* Tells every linked peer that this rank failed (best effort, never
- * blocks) and shuts the links down. Idempotent. */
+/* Tells every linked peer (and, during creation, the root or the joiners)
+ * that this rank failed, and shuts the links down. Best effort: it blocks
+ * only to finish a message it was in the middle of sending (at most a
+ * fraction of a second). Idempotent. */
 void cco_bootstrap_fail(cco_bootstrap* bs, ccoResult_t result, const char* reason);
 
-/* Closes every socket. */
+/* Closes every socket. After a clean run the accepted side resets its
+ * connections, so no TIME_WAIT holds a listening port. */
 void cco_bootstrap_destroy(cco_bootstrap* bs);
 
 #endif /* CCO_BOOT_BOOTSTRAP_H_ */

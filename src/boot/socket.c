@@ -226,9 +226,30 @@ cco_io_status cco_socket_wait_readable(int fd, double deadline, int wakeFd) {
   return wait_fd(fd, POLLIN, deadline, wakeFd);
 }
 
-static bool is_retryable_connect_error(int err) {
+bool cco_socket_connect_retryable(int err) {
   return err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH ||
-         err == ECONNRESET || err == EAGAIN;
+         err == ECONNRESET || err == EAGAIN || err == EADDRNOTAVAIL;
+}
+
+int cco_socket_connect_start(const cco_sockaddr* remote, int* fdOut) {
+  int fd = socket(remote->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  if (connect(fd, (const struct sockaddr*)&remote->ss, cco_sockaddr_len(remote)) != 0 &&
+      errno != EINPROGRESS) {
+    int err = errno;
+    close(fd);
+    return err;
+  }
+  set_nodelay(fd);
+  *fdOut = fd;
+  return 0;
+}
+
+int cco_socket_connect_result(int fd) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+  return err;
 }
 
 cco_io_status cco_socket_connect(const cco_sockaddr* remote, double deadline, int wakeFd,
@@ -256,7 +277,7 @@ cco_io_status cco_socket_connect(const cco_sockaddr* remote, double deadline, in
       return CCO_IO_OK;
     }
     close(fd);
-    if (!is_retryable_connect_error(err)) {
+    if (!cco_socket_connect_retryable(err)) {
       errno = err;
       return CCO_IO_ERROR;
     }
@@ -312,10 +333,11 @@ static int recv_step(int fd, char* buf, size_t len, size_t* done, cco_io_status*
   return -1;
 }
 
-cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLen, int recvFd,
-                                  void* recvBuf, size_t recvLen, double deadline, int wakeFd,
-                                  int* failedFd) {
-  size_t sent = 0, got = 0;
+cco_io_status cco_socket_xfer_run(cco_socket_xfer* x, double deadline, int wakeFd, int* failedFd) {
+  const int sendFd = x->sendFd, recvFd = x->recvFd;
+  const void* sendBuf = x->sendBuf;
+  void* recvBuf = x->recvBuf;
+  const size_t sendLen = x->sendLen, recvLen = x->recvLen;
   cco_io_status st = CCO_IO_OK;
   double spinUntil = 0;
   for (;;) {
@@ -323,24 +345,24 @@ cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLe
     int progress;
     do {
       progress = 0;
-      if (sent < sendLen) {
-        int r = send_step(sendFd, sendBuf, sendLen, &sent, &st);
+      if (x->sent < sendLen) {
+        int r = send_step(sendFd, sendBuf, sendLen, &x->sent, &st);
         if (r < 0) {
           if (failedFd) *failedFd = sendFd;
           return st;
         }
         progress |= r;
       }
-      if (got < recvLen) {
-        int r = recv_step(recvFd, recvBuf, recvLen, &got, &st);
+      if (x->got < recvLen) {
+        int r = recv_step(recvFd, recvBuf, recvLen, &x->got, &st);
         if (r < 0) {
           if (failedFd) *failedFd = recvFd;
           return st;
         }
         progress |= r;
       }
-    } while (progress && (sent < sendLen || got < recvLen));
-    if (sent == sendLen && got == recvLen) return CCO_IO_OK;
+    } while (progress && (x->sent < sendLen || x->got < recvLen));
+    if (x->sent == sendLen && x->got == recvLen) return CCO_IO_OK;
     if (spinUntil == 0) spinUntil = cco_time_now() + CCO_SPIN_SECONDS;
     if (cco_time_now() < spinUntil) {
       sched_yield();
@@ -349,8 +371,8 @@ cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLe
 
     struct pollfd p[3];
     int n = 0, wakeIdx = -1;
-    if (sent < sendLen) p[n++] = (struct pollfd){sendFd, POLLOUT, 0};
-    if (got < recvLen) p[n++] = (struct pollfd){recvFd, POLLIN, 0};
+    if (x->sent < sendLen) p[n++] = (struct pollfd){sendFd, POLLOUT, 0};
+    if (x->got < recvLen) p[n++] = (struct pollfd){recvFd, POLLIN, 0};
     if (wakeFd >= 0) {
       wakeIdx = n;
       p[n++] = (struct pollfd){wakeFd, POLLIN, 0};
@@ -365,6 +387,13 @@ cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLe
   }
 }
 
+cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLen, int recvFd,
+                                  void* recvBuf, size_t recvLen, double deadline, int wakeFd,
+                                  int* failedFd) {
+  cco_socket_xfer x = {sendFd, sendBuf, sendLen, 0, recvFd, recvBuf, recvLen, 0};
+  return cco_socket_xfer_run(&x, deadline, wakeFd, failedFd);
+}
+
 cco_io_status cco_socket_send_all(int fd, const void* buf, size_t len, double deadline,
                                   int wakeFd) {
   return cco_socket_sendrecv(fd, buf, len, -1, NULL, 0, deadline, wakeFd, NULL);
@@ -376,6 +405,15 @@ cco_io_status cco_socket_recv_all(int fd, void* buf, size_t len, double deadline
 
 void cco_socket_close(int* fd) {
   if (*fd >= 0) {
+    close(*fd);
+    *fd = -1;
+  }
+}
+
+void cco_socket_close_reset(int* fd) {
+  if (*fd >= 0) {
+    struct linger lg = {1, 0};
+    (void)setsockopt(*fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
     close(*fd);
     *fd = -1;
   }

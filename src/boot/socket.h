@@ -65,12 +65,39 @@ ccoResult_t cco_socket_listen(const cco_sockaddr* addr, bool reuseAddr, int* fd,
  * deadline: the listener may not be up yet. */
 cco_io_status cco_socket_connect(const cco_sockaddr* remote, double deadline, int wakeFd, int* fd);
 
+/* The parts of a connect for an event loop: start returns 0 with *fd set
+ * (connected, or in progress: wait until *fd is writable, then ask
+ * cco_socket_connect_result), or the errno of a connect that failed at once.
+ * cco_socket_connect_result returns 0 once connected, else the errno. */
+int cco_socket_connect_start(const cco_sockaddr* remote, int* fd);
+int cco_socket_connect_result(int fd);
+/* Whether a connect that failed with `err` may succeed when tried again
+ * (refused, unreachable, timed out, out of local ports). */
+bool cco_socket_connect_retryable(int err);
+
 /* Accepts one connection (non-blocking, close-on-exec, TCP_NODELAY). */
 cco_io_status cco_socket_accept(int listenFd, double deadline, int wakeFd, int* fd);
 
 cco_io_status cco_socket_send_all(int fd, const void* buf, size_t len, double deadline,
                                   int wakeFd);
 cco_io_status cco_socket_recv_all(int fd, void* buf, size_t len, double deadline, int wakeFd);
+
+/* One send and one receive in progress at once, resumable: sent and got
+ * count what is done so far, so a call cut short (timeout, wake fd) can be
+ * continued, and a caller knows whether a message went out whole. Either fd
+ * may be -1 (length 0). */
+typedef struct {
+  int sendFd;
+  const void* sendBuf;
+  size_t sendLen, sent;
+  int recvFd;
+  void* recvBuf;
+  size_t recvLen, got;
+} cco_socket_xfer;
+
+/* Runs x until both sides are done. On CLOSED or ERROR, *failedFd (if not
+ * NULL) names the fd that failed. */
+cco_io_status cco_socket_xfer_run(cco_socket_xfer* x, double deadline, int wakeFd, int* failedFd);
 
 /* Sends one buffer and receives another at once, so two ranks exchanging
  * large messages cannot both block in send. Either fd may be -1 (len 0).
@@ -83,5 +110,10 @@ cco_io_status cco_socket_sendrecv(int sendFd, const void* sendBuf, size_t sendLe
 cco_io_status cco_socket_wait_readable(int fd, double deadline, int wakeFd);
 
 void cco_socket_close(int* fd);
+
+/* Closes with a reset instead of an orderly shutdown (SO_LINGER 0): neither
+ * side keeps the connection in TIME_WAIT. Only for connections whose unsent
+ * bytes, if any, nobody needs. */
+void cco_socket_close_reset(int* fd);
 
 #endif /* CCO_BOOT_SOCKET_H_ */

@@ -32,6 +32,11 @@ int cco_uniqueid_decode(const ccoUniqueId* id, cco_id_info* info) {
   const uint8_t* p = (const uint8_t*)id->internal;
   if (memcmp(p, g_id_magic, 4) != 0) return CCO_WIRE_EMAGIC;
   if (cco_wire_get_u16(p + 4) != CCO_WIRE_VERSION) return CCO_WIRE_EVERSION;
+  /* Bytes 10-11 and 48-127 are reserved: an id that uses them comes from a
+   * newer or different format (or is damaged), and is refused. */
+  uint8_t reserved = (uint8_t)(p[10] | p[11]);
+  for (int i = 48; i < CCO_UNIQUE_ID_BYTES; i++) reserved |= p[i];
+  if (reserved) return CCO_WIRE_ERESERVED;
   uint8_t addr[CCO_WIRE_ADDR_BYTES];
   memcpy(addr, p + 6, 4);
   memcpy(addr + 4, p + 12, 20);

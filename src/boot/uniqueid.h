@@ -20,7 +20,8 @@ typedef struct {
 } cco_id_info;
 
 /* Id layout: magic "CCOI", version u16, family u16 (4|6), port u16, 2 bytes
- * zero, addr[16], scope u32, secret[16], reserved (zero). */
+ * zero, addr[16], scope u32, secret[16], reserved (zero). Decoding refuses
+ * an id whose reserved bytes are not zero (CCO_WIRE_ERESERVED). */
 void cco_uniqueid_encode(const cco_id_info* info, ccoUniqueId* id);
 int cco_uniqueid_decode(const ccoUniqueId* id, cco_id_info* info); /* CCO_WIRE_* */
 

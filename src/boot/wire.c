@@ -13,6 +13,7 @@ const char* cco_wire_strerror(int err) {
     case CCO_WIRE_ETYPE: return "unknown message type";
     case CCO_WIRE_ELENGTH: return "bad message length";
     case CCO_WIRE_EVALUE: return "bad field value";
+    case CCO_WIRE_ERESERVED: return "reserved bytes are not zero";
   }
   return "?";
 }
@@ -111,10 +112,12 @@ int cco_wire_decode_hello(const uint8_t* buf, size_t len, cco_wire_hello* h) {
   out.rank = cco_wire_get_u32(p + 4);
   out.purpose = cco_wire_get_u32(p + 8);
   out.link = cco_wire_get_u32(p + 12);
-  if (out.purpose != CCO_HELLO_JOIN && out.purpose != CCO_HELLO_LINK) return CCO_WIRE_EVALUE;
+  if (out.purpose != CCO_HELLO_JOIN && out.purpose != CCO_HELLO_LINK &&
+      out.purpose != CCO_HELLO_FAILED)
+    return CCO_WIRE_EVALUE;
   if (out.nRanks == 0 || out.nRanks > (uint32_t)INT32_MAX) return CCO_WIRE_EVALUE;
   int err = cco_wire_decode_addr(p + 16, CCO_WIRE_ADDR_BYTES, &out.addr);
-  /* A link hello carries no address; a join must carry a reachable one. */
+  /* Link and failure hellos carry no address; a join must carry a reachable one. */
   if (out.purpose == CCO_HELLO_JOIN) {
     if (err != CCO_WIRE_OK) return err;
     if (cco_sockaddr_port(&out.addr) == 0) return CCO_WIRE_EVALUE;

@@ -31,7 +31,15 @@ typedef enum {
   CCO_MSG_TYPE_MAX = 7
 } cco_msg_type;
 
-typedef enum { CCO_HELLO_JOIN = 1, CCO_HELLO_LINK = 2 } cco_hello_purpose;
+/* JOIN: a rank joins at the root. LINK: a rank opens one of its links.
+ * FAILED: a rank that failed before it could join (no listening socket)
+ * tells the root, so the job fails at once; an ABORT with its reason follows
+ * the hello, and the hello carries no address. */
+typedef enum {
+  CCO_HELLO_JOIN = 1,
+  CCO_HELLO_LINK = 2,
+  CCO_HELLO_FAILED = 3,
+} cco_hello_purpose;
 
 /* Decoder results (0 = ok). */
 enum {
@@ -42,6 +50,7 @@ enum {
   CCO_WIRE_ETYPE = -4,
   CCO_WIRE_ELENGTH = -5,
   CCO_WIRE_EVALUE = -6,
+  CCO_WIRE_ERESERVED = -7, /* bytes that must be zero are not */
 };
 const char* cco_wire_strerror(int err);
 

@@ -325,10 +325,18 @@ ccoResult_t ccoBootstrapAllGather(ccoComm* comm, const void* sendbuf, void* recv
   CCO_VALIDATE_COMM(comm);
   if (!recvbuf || (!sendbuf && bytesPerRank))
     return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_BOOT, "allgather: NULL buffer");
+  /* Sizes first: the overlap check below would wrap around with them. */
+  if (bytesPerRank > UINT32_MAX)
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_BOOT,
+                     "allgather: %zu bytes per rank is over the 4 GiB limit", bytesPerRank);
+  if (bytesPerRank > (SIZE_MAX - (uintptr_t)recvbuf) / (size_t)comm->nRanks ||
+      (sendbuf && bytesPerRank > SIZE_MAX - (uintptr_t)sendbuf))
+    return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_BOOT,
+                     "allgather: %d ranks times %zu bytes do not fit in the address space",
+                     comm->nRanks, bytesPerRank);
   char* mine = (char*)recvbuf + (size_t)comm->rank * bytesPerRank;
   if (sendbuf && sendbuf != mine) {
-    const char* s = sendbuf;
-    const char* r = recvbuf;
+    uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
     size_t total = (size_t)comm->nRanks * bytesPerRank;
     if (s < r + total && r < s + bytesPerRank)
       return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_BOOT,

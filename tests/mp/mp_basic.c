@@ -79,6 +79,17 @@ static void check_errors(ccoComm* comm) {
   MP_CHECK(ccoCommTeam(comm, ccoNumTeams, &t) == ccoInvalidArgument, "bad team kind");
   MP_CHECK(ccoBootstrapAllGather(comm, buf, NULL, 4) == ccoInvalidArgument, "NULL recvbuf");
   MP_CHECK(ccoBootstrapAllGather(comm, NULL, buf, 4) == ccoInvalidArgument, "NULL sendbuf");
+  /* A huge size is refused as such (not as buffers that "overlap"). */
+  char other[16];
+  const size_t sizes[] = {(size_t)1 << 40, (size_t)UINT32_MAX + 1, SIZE_MAX / 2, SIZE_MAX};
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    MP_CHECK(ccoBootstrapAllGather(comm, other, buf, sizes[i]) == ccoInvalidArgument,
+             "allgather of %zu bytes per rank accepted", sizes[i]);
+    const char* e = ccoGetLastError(comm);
+    MP_CHECK(strstr(e, "bytes per rank") && !strstr(e, "overlap"), "size %zu: %s", sizes[i], e);
+  }
+  MP_CHECK(ccoBarrierAll(comm) == ccoSuccess, "barrier after refused allgathers: %s",
+           ccoGetLastError(comm));
   MP_CHECK(strlen(ccoGetLastError(comm)) > 0, "no detail after an error");
 }
 

@@ -436,6 +436,45 @@ TEST(decode_errors) {
   CHECK_EQ(cco_uniqueid_decode(&zero, &back), CCO_WIRE_EMAGIC);
 }
 
+/* Bytes 10-11 and 48-127 are reserved and zero: an id that uses them (a
+ * newer format, another program's bytes, a damaged copy) is refused by the
+ * decoder, by the text parser and by ccoCommCreate, whichever byte it is. */
+TEST(reserved_bytes_refused) {
+  cco_id_info info = info_v4("127.0.0.1", 4321);
+  int offsets[2 + (CCO_UNIQUE_ID_BYTES - 48)];
+  int n = 0;
+  offsets[n++] = 10;
+  offsets[n++] = 11;
+  for (int i = 48; i < CCO_UNIQUE_ID_BYTES; i++) offsets[n++] = i;
+  for (int j = 0; j < n; j++) {
+    const uint8_t values[] = {1, 0x80, 0xFF};
+    for (size_t v = 0; v < sizeof(values); v++) {
+      ccoUniqueId id;
+      cco_uniqueid_encode(&info, &id);
+      id.internal[offsets[j]] = (char)values[v];
+      cco_id_info back;
+      memset(&back, 0x77, sizeof(back));
+      CHECK_EQ(cco_uniqueid_decode(&id, &back), CCO_WIRE_ERESERVED);
+      CHECK_EQ(back.secret[0], 0x77); /* untouched */
+      char text[CCO_UNIQUE_ID_STRING_BYTES];
+      to_text(&id, text);
+      expect_rejected(text, "reserved");
+    }
+  }
+  /* ccoCommCreate refuses such an id before it opens anything. */
+  ccoUniqueId id;
+  cco_uniqueid_encode(&info, &id);
+  id.internal[CCO_UNIQUE_ID_BYTES - 1] = 1;
+  ccoComm* comm = (ccoComm*)&id;
+  CHECK_EQ(ccoCommCreate(id, 1, 0, 0, &comm), ccoInvalidArgument);
+  CHECK(comm == (ccoComm*)&id); /* output untouched */
+  CHECK(strstr(ccoGetLastError(NULL), "reserved") != NULL);
+  /* Zero reserved bytes: the same id decodes. */
+  id.internal[CCO_UNIQUE_ID_BYTES - 1] = 0;
+  cco_id_info back;
+  CHECK_EQ(cco_uniqueid_decode(&id, &back), CCO_WIRE_OK);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Last error                                                               */
 /* ------------------------------------------------------------------------ */

@@ -105,7 +105,7 @@ TEST(put_get_little_endian) {
 
 TEST(strerror_distinct) {
   const int codes[] = {CCO_WIRE_OK,     CCO_WIRE_ETRUNCATED, CCO_WIRE_EMAGIC, CCO_WIRE_EVERSION,
-                       CCO_WIRE_ETYPE,  CCO_WIRE_ELENGTH,    CCO_WIRE_EVALUE};
+                       CCO_WIRE_ETYPE,  CCO_WIRE_ELENGTH,    CCO_WIRE_EVALUE, CCO_WIRE_ERESERVED};
   const int n = (int)(sizeof(codes) / sizeof(codes[0]));
   for (int i = 0; i < n; i++) {
     const char* s = cco_wire_strerror(codes[i]);
@@ -348,7 +348,7 @@ TEST(hello_round_trip_ipv6_scope) {
 
 TEST(hello_bad_purpose) {
   cco_sockaddr a = make_v4("10.0.0.1", 1);
-  const uint32_t purposes[] = {0, 3, 0x100, 0xFFFFFFFFu};
+  const uint32_t purposes[] = {0, 4, 0x100, 0xFFFFFFFFu};
   for (size_t i = 0; i < sizeof(purposes) / sizeof(purposes[0]); i++) {
     cco_wire_hello h = make_hello(purposes[i], &a);
     uint8_t b[CCO_WIRE_HELLO_BYTES];
@@ -358,6 +358,24 @@ TEST(hello_bad_purpose) {
     CHECK_EQ(cco_wire_decode_hello(b, sizeof(b), &out), CCO_WIRE_EVALUE);
     CHECK_EQ(out.nRanks, 0x77777777u); /* untouched */
   }
+}
+
+/* A rank that failed before it could join says so with a FAILED hello: no
+ * address (it has no listening socket), everything else as a join. */
+TEST(hello_failed_purpose) {
+  cco_sockaddr none;
+  memset(&none, 0, sizeof(none));
+  cco_wire_hello h = make_hello(CCO_HELLO_FAILED, &none);
+  uint8_t b[CCO_WIRE_HELLO_BYTES];
+  cco_wire_encode_hello(&h, b);
+  cco_wire_hello out;
+  memset(&out, 0x77, sizeof(out));
+  CHECK_EQ(cco_wire_decode_hello(b, sizeof(b), &out), CCO_WIRE_OK);
+  CHECK_EQ(out.purpose, CCO_HELLO_FAILED);
+  CHECK(hello_equal(&out, &h, 0));
+  h.nRanks = 0; /* the other fields are still checked */
+  cco_wire_encode_hello(&h, b);
+  CHECK_EQ(cco_wire_decode_hello(b, sizeof(b), &out), CCO_WIRE_EVALUE);
 }
 
 TEST(hello_bad_nranks) {
@@ -603,7 +621,8 @@ TEST(fuzz_random_buffers) {
     if (e == CCO_WIRE_OK) {
       okHello++;
       CHECK_EQ(len, CCO_WIRE_HELLO_BYTES);
-      CHECK(hello.purpose == CCO_HELLO_JOIN || hello.purpose == CCO_HELLO_LINK);
+      CHECK(hello.purpose == CCO_HELLO_JOIN || hello.purpose == CCO_HELLO_LINK ||
+            hello.purpose == CCO_HELLO_FAILED);
       CHECK(hello.nRanks >= 1 && hello.nRanks <= (uint32_t)INT32_MAX);
       if (hello.purpose == CCO_HELLO_JOIN)
         CHECK(hello.addr.ss.ss_family == AF_INET || hello.addr.ss.ss_family == AF_INET6);
