@@ -126,7 +126,7 @@ static ccoResult_t io_fail(cco_bootstrap* bs, cco_errsink* sink, cco_io_status s
 
 static const char* msg_name(uint16_t type) {
   static const char* const names[] = {"?", "hello", "refuse", "peers", "accept",
-                                      "data", "barrier", "abort"};
+                                      "data", "barrier", "abort", "bye"};
   return type <= CCO_MSG_TYPE_MAX ? names[type] : "?";
 }
 
@@ -151,6 +151,10 @@ static ccoResult_t check_header(cco_bootstrap* bs, cco_errsink* sink, const uint
     return fail(bs, sink, ccoRemoteError, "rank %d: rank %d failed during %s: %s", bs->rank,
                 peer, op, reason[0] ? reason : "(no reason given)");
   }
+  if (h.type == CCO_MSG_BYE)
+    return fail(bs, sink, ccoRemoteError,
+                "rank %d: rank %d destroyed its communicator while this rank was in %s with it",
+                bs->rank, peer, op);
   if (h.type != type || h.length != length || h.seq != seq)
     return fail(bs, sink, ccoInvalidUsage,
                 "rank %d: collective mismatch with rank %d: it sent %s #%u of %u bytes while "
