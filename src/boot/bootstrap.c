@@ -110,9 +110,12 @@ static ccoResult_t io_fail_peer(cco_bootstrap* bs, cco_errsink* sink, cco_io_sta
       return fail(bs, sink, ccoTimeout,
                   "rank %d: no progress from rank %d for %g s during %s (CCO_BOOTSTRAP_TIMEOUT)",
                   bs->rank, peer, bs->timeout, op);
-    case CCO_IO_WOKEN:
+    case CCO_IO_WOKEN: {
+      int cause = atomic_load_explicit(&bs->wakeResult, memory_order_acquire);
+      if (cause > 0) return fail(bs, sink, (ccoResult_t)cause, "%s", bs->wakeReason);
       return fail(bs, sink, ccoInvalidUsage, "rank %d: %s interrupted: communicator aborted",
                   bs->rank, op);
+    }
     default:
       return fail(bs, sink, ccoSystemError, "rank %d: socket error with rank %d during %s: %s",
                   bs->rank, peer, op, strerror(err));
@@ -638,6 +641,14 @@ void cco_bootstrap_fail(cco_bootstrap* bs, ccoResult_t result, const char* reaso
     if (bs->outFd[k] >= 0) shutdown(bs->outFd[k], SHUT_RDWR);
     if (bs->inFd[k] >= 0) shutdown(bs->inFd[k], SHUT_RDWR);
   }
+}
+
+void cco_bootstrap_set_wake_reason(cco_bootstrap* bs, ccoResult_t result, const char* reason) {
+  int unset = ccoSuccess; /* the first caller writes; -1 while it does */
+  if (!atomic_compare_exchange_strong(&bs->wakeResult, &unset, -1)) return;
+  snprintf(bs->wakeReason, sizeof(bs->wakeReason), "%s", reason);
+  atomic_store_explicit(&bs->wakeResult, result == ccoSuccess ? ccoInternalError : result,
+                        memory_order_release);
 }
 
 void cco_bootstrap_destroy(cco_bootstrap* bs) {

@@ -15,6 +15,7 @@
 #ifndef CCO_BOOT_BOOTSTRAP_H_
 #define CCO_BOOT_BOOTSTRAP_H_
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,11 @@ typedef struct {
   uint32_t seq;   /* collective sequence number, identical on every rank */
   ccoResult_t failResult;
   char failReason[320];
+  /* Why a wake (wakeFd) interrupts a step, when the owner knows the cause
+   * (cco_bootstrap_set_wake_reason); 0 = "communicator aborted", -1 while
+   * the reason is written. */
+  _Atomic int wakeResult;
+  char wakeReason[320];
 } cco_bootstrap;
 
 /* Collective. On failure everything opened is closed again. `sink` is only
@@ -57,6 +63,12 @@ ccoResult_t cco_bootstrap_barrier(cco_bootstrap* bs, cco_errsink* sink);
 /* Tells every linked peer that this rank failed (best effort, never
  * blocks) and shuts the links down. Idempotent. */
 void cco_bootstrap_fail(cco_bootstrap* bs, ccoResult_t result, const char* reason);
+
+/* The cause a step reports, and passes on to the peers, when the wake fd
+ * interrupts it from now on (instead of "communicator aborted"): for an
+ * owner that wakes a blocked step because it learned of a failure of the
+ * job elsewhere. Any thread; the first caller's cause stays. */
+void cco_bootstrap_set_wake_reason(cco_bootstrap* bs, ccoResult_t result, const char* reason);
 
 /* Closes every socket. */
 void cco_bootstrap_destroy(cco_bootstrap* bs);
