@@ -58,8 +58,11 @@ const char* ccoGetErrorString(ccoResult_t result);
 typedef struct ccoComm ccoComm;
 
 /* Detail string of the last failure seen on `comm`, or of the calling
- * thread's last failure when comm is NULL. Never NULL; "" when none. The
- * string stays valid until the next failing call on the same comm/thread. */
+ * thread's last failure when comm is NULL. Never NULL; "" when none. With
+ * NULL the string stays valid until the thread's next failing call; with a
+ * communicator it is a copy (a background thread may record a failure of
+ * the job at any time) that stays valid until the thread has made four
+ * more such calls. */
 const char* ccoGetLastError(const ccoComm* comm);
 
 /* Version of the library actually loaded (CCO_VERSION of its build). */

@@ -61,10 +61,20 @@ bool cco_comm_is_valid(const ccoComm* comm) {
   return live && comm->magic == CCO_COMM_MAGIC;
 }
 
+/* A copy, in one of a few buffers of the calling thread taken in turn: the
+ * communicator's text may be replaced at any time by a background thread
+ * (the liveness monitor, an engine), and a caller may hold a few results
+ * at once (one expression naming two communicators). */
+#define LAST_ERROR_COPIES 4
+
 const char* ccoGetLastError(const ccoComm* comm) {
+  static _Thread_local char copies[LAST_ERROR_COPIES][CCO_ERROR_TEXT_BYTES];
+  static _Thread_local unsigned next;
   if (!comm) return cco_thread_last_error();
   if (!cco_comm_is_valid(comm)) return "invalid communicator handle";
-  return comm->err.text;
+  char* out = copies[next++ % LAST_ERROR_COPIES];
+  cco_errsink_copy((cco_errsink*)&comm->err, out, CCO_ERROR_TEXT_BYTES);
+  return out;
 }
 
 /* Binds the creating thread near the communicator's GPU once the platform
