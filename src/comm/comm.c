@@ -271,16 +271,32 @@ static void note_async_error(ccoComm* comm, ccoResult_t res) {
     cco_devcomm_abort_all(comm);
 }
 
+/* A failure found in the background becomes the async error; returns
+ * whether it is the first (the caller then sets the abort words). Its
+ * detail goes to the communicator's error text first: a thread that sees
+ * the async error then reads the detail that goes with it. */
+static bool note_background_failure(ccoComm* comm, ccoResult_t res, const char* detail) {
+  if (atomic_load(&comm->asyncError) != ccoSuccess) return false;
+  if (detail[0]) cco_errsink_set(&comm->err, detail);
+  int expected = ccoSuccess;
+  return atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res);
+}
+
 /* As ccoCommAbort, with the background failure as the reason: device waits
- * stop (abort word), blocked host calls wake, and the peers are told. */
+ * stop (abort word), blocked host calls wake, and the peers are told. The
+ * engine thread that found the failure recorded its detail as the thread's
+ * last error just before: it becomes the communicator's detail and goes to
+ * the peers, so they learn which peer is gone. */
 void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) {
-  note_async_error(comm, res);
+  const char* detail = cco_thread_last_error();
+  char reason[CCO_ERROR_TEXT_BYTES];
+  snprintf(reason, sizeof(reason), "rank %d failed in the background: %s", comm->rank,
+           detail[0] ? detail : ccoGetErrorString(res));
+  if (note_background_failure(comm, res, detail)) cco_devcomm_abort_all(comm);
   atomic_store(&comm->aborted, true);
+  cco_bootstrap_set_wake_reason(&comm->boot, res, reason);
   wake_waiters(comm);
   pthread_mutex_lock(&comm->opLock);
-  char reason[96];
-  snprintf(reason, sizeof(reason), "rank %d failed in the background: %s", comm->rank,
-           ccoGetErrorString(res));
   cco_bootstrap_fail(&comm->boot, res, reason);
   pthread_mutex_unlock(&comm->opLock);
 }
