@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/env.h"
@@ -152,6 +153,8 @@ static ccoResult_t transport_allgather(void* owner, void* buf, size_t bytesPerRa
 
 static void transport_fail(void* owner, ccoResult_t res) { cco_comm_fail_async(owner, res); }
 
+static void peer_lost(void* owner, ccoResult_t res, int peer, const char* reason);
+
 ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVmmSize,
                           ccoComm** commOut) {
   const char* detail = NULL;
@@ -214,6 +217,14 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
   if (!live_add(comm)) {
     res = cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for the handle table");
     goto err_transports;
+  }
+  /* Last: its callback may use every part of the communicator. */
+  if (cco_env_bool(CCO_ENV_ID_CCO_LIVENESS)) {
+    res = cco_liveness_start(&comm->boot, &comm->err, peer_lost, comm, &comm->liveness);
+    if (res != ccoSuccess) {
+      live_remove(comm);
+      goto err_transports;
+    }
   }
   CCO_INFO(INIT, "rank %d/%d: communicator %p ready", rank, nRanks, (void*)comm);
   *commOut = comm;
@@ -301,6 +312,49 @@ void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) {
   pthread_mutex_unlock(&comm->opLock);
 }
 
+/* How long a running collective may keep the collective lock from the
+ * liveness monitor before it is woken up. A collective that reads from the
+ * dead rank, or from a rank that failed because of it, fails by itself
+ * within milliseconds with the same cause; one blocked elsewhere (passing
+ * memory fds to the dead rank, or waiting on a live rank that sits in a
+ * device wait) would otherwise wait out its timeout. */
+#define PEER_LOST_GRACE_NS 100000000L
+
+/* The liveness monitor's report (src/boot/liveness.c): a peer died or
+ * failed. Under the collective lock, so the links carry whole messages: if
+ * the bootstrap has failed already (a collective found it, or the hang-up
+ * the monitor saw was this rank's own), that path has recorded and told
+ * everything. Otherwise record it (logged once, here), stop device waits
+ * and tell the peers (ABORT on every link), so the failure spreads over
+ * the link mesh. */
+static void peer_lost(void* owner, ccoResult_t res, int peer, const char* reason) {
+  ccoComm* comm = owner;
+  (void)peer;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += PEER_LOST_GRACE_NS;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  if (pthread_mutex_timedlock(&comm->opLock, &until) != 0) {
+    /* A collective is blocked: record the cause, then wake it; it fails
+     * with this cause and tells the peers. The abort words come after the
+     * wake: the collective may hold the memory lock they need. */
+    bool first = note_background_failure(comm, res, reason);
+    if (first) CCO_WARN(BOOT, "%s: %s", ccoGetErrorString(res), reason);
+    cco_bootstrap_set_wake_reason(&comm->boot, res, reason);
+    wake_waiters(comm);
+    if (first) cco_devcomm_abort_all(comm);
+    pthread_mutex_lock(&comm->opLock);
+  }
+  if (comm->boot.failResult == ccoSuccess) {
+    if (note_background_failure(comm, res, reason)) {
+      CCO_WARN(BOOT, "%s: %s", ccoGetErrorString(res), reason);
+      cco_devcomm_abort_all(comm);
+    }
+    cco_bootstrap_fail(&comm->boot, res, reason);
+  }
+  pthread_mutex_unlock(&comm->opLock);
+}
+
 ccoResult_t ccoCommAbort(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
   atomic_store(&comm->aborted, true);
@@ -320,7 +374,10 @@ ccoResult_t ccoCommAbort(ccoComm* comm) {
 ccoResult_t ccoCommDestroy(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
   wake_waiters(comm); /* nothing may stay blocked on a communicator being destroyed */
-  /* Engine threads first, and outside the lock: a failing engine takes it. */
+  /* Background threads first, and outside the lock: a failing engine and
+   * the liveness monitor take it. */
+  cco_liveness_stop(comm->liveness);
+  comm->liveness = NULL;
   cco_transports_stop(comm);
   pthread_mutex_lock(&comm->opLock);
   live_remove(comm);
@@ -333,6 +390,9 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   cco_transports_destroy(comm);
   cco_mem_fini(&comm->mem);
   cco_platform_close(&comm->platform);
+  /* After every collective message, so the peers' monitors do not take
+   * this rank for dead. */
+  cco_liveness_goodbye(&comm->boot);
   cco_bootstrap_destroy(&comm->boot);
   cco_topology_free(&comm->topo);
   close(comm->wakeFd);

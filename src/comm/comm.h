@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "boot/bootstrap.h"
+#include "boot/liveness.h"
 #include "boot/topology.h"
 #include "cco/cco.h"
 #include "mem/mem.h"
@@ -37,6 +38,7 @@ struct ccoComm {
   int nRanks;
   size_t perRankVmmSize; /* rounded up to 4 GiB */
   cco_bootstrap boot;
+  cco_liveness* liveness; /* watches the links for dead peers; NULL when off or one rank */
   cco_topology topo;
   pthread_mutex_t opLock; /* serializes collectives of this communicator */
   cco_errsink err;        /* the last error's detail (ccoGetLastError) */
