@@ -14,6 +14,7 @@
 #ifndef CCO_PLATFORM_PLATFORM_H_
 #define CCO_PLATFORM_PLATFORM_H_
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,9 +88,11 @@ typedef struct {
   ccoResult_t (*write_values_async)(cco_platform* p, void* stream, unsigned n, const uint64_t* addrs,
                                     const uint64_t* values);
   /* The stream waits until *addr >= value (64-bit, wrapping compare). The
-   * host platform waits on the calling thread up to timeoutSeconds. */
+   * host platform waits on the calling thread up to timeoutSeconds (0: no
+   * limit), and gives up as soon as *failed (the communicator's async error)
+   * is nonzero, returning that result; cuda ignores both. */
   ccoResult_t (*wait_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
-                                  double timeoutSeconds);
+                                  double timeoutSeconds, const _Atomic int* failed);
   /* Whether this rank's device can map and access `peer`'s memory. *known
    * is false when the peer's device is not visible here (nothing to check). */
   ccoResult_t (*peer_access)(cco_platform* p, const cco_device_identity* peer, bool* ok,

@@ -246,7 +246,7 @@ static ccoResult_t host_write_values_async(cco_platform* p, void* stream, unsign
 }
 
 static ccoResult_t host_wait_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
-                                         double timeoutSeconds) {
+                                         double timeoutSeconds, const _Atomic int* failed) {
   (void)p, (void)stream;
   const uint64_t* word = (const uint64_t*)(uintptr_t)addr;
   struct timespec start, now;
@@ -254,6 +254,10 @@ static ccoResult_t host_wait_value_async(cco_platform* p, void* stream, uint64_t
   for (uint32_t spins = 0; (int64_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - value) < 0; spins++) {
     if ((spins & 63) == 63) {
       sched_yield();
+      int res = failed ? atomic_load_explicit(failed, memory_order_acquire) : 0;
+      if (res != ccoSuccess)
+        return cco_error_quiet(NULL, (ccoResult_t)res, "signal wait at %p stopped: the communicator failed (%s)",
+                               (void*)(uintptr_t)addr, ccoGetErrorString((ccoResult_t)res));
       clock_gettime(CLOCK_MONOTONIC, &now);
       double waited = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
       if (timeoutSeconds > 0 && waited > timeoutSeconds)
