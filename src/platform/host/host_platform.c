@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "platform/platform.h"
 
@@ -245,26 +246,26 @@ static ccoResult_t host_write_values_async(cco_platform* p, void* stream, unsign
   return ccoSuccess;
 }
 
+/* Spins briefly (the signal often comes within microseconds), then backs
+ * off (base/clock.h): yields for 200 us, naps 20 us up to 10 ms, then naps
+ * 100 us, so a long wait does not take a core from the ranks that are to
+ * send the signal. */
 static ccoResult_t host_wait_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
                                          double timeoutSeconds, const _Atomic int* failed) {
   (void)p, (void)stream;
   const uint64_t* word = (const uint64_t*)(uintptr_t)addr;
-  struct timespec start, now;
-  clock_gettime(CLOCK_MONOTONIC, &start);
+  uint64_t start = cco_now_ns();
   for (uint32_t spins = 0; (int64_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - value) < 0; spins++) {
-    if ((spins & 63) == 63) {
-      sched_yield();
-      int res = failed ? atomic_load_explicit(failed, memory_order_acquire) : 0;
-      if (res != ccoSuccess)
-        return cco_error_quiet(NULL, (ccoResult_t)res, "signal wait at %p stopped: the communicator failed (%s)",
-                               (void*)(uintptr_t)addr, ccoGetErrorString((ccoResult_t)res));
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      double waited = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
-      if (timeoutSeconds > 0 && waited > timeoutSeconds)
-        return cco_error(NULL, ccoTimeout, CCO_SUBSYS_SDMA,
-                         "signal at %p stayed below %llu for %g s", (void*)(uintptr_t)addr,
-                         (unsigned long long)value, timeoutSeconds);
-    }
+    if (spins < 64) continue;
+    int res = failed ? atomic_load_explicit(failed, memory_order_acquire) : 0;
+    if (res != ccoSuccess)
+      return cco_error_quiet(NULL, (ccoResult_t)res, "signal wait at %p stopped: the communicator failed (%s)",
+                             (void*)(uintptr_t)addr, ccoGetErrorString((ccoResult_t)res));
+    uint64_t waited = cco_now_ns() - start;
+    if (timeoutSeconds > 0 && (double)waited * 1e-9 > timeoutSeconds)
+      return cco_error(NULL, ccoTimeout, CCO_SUBSYS_SDMA, "signal at %p stayed below %llu for %g s",
+                       (void*)(uintptr_t)addr, (unsigned long long)value, timeoutSeconds);
+    cco_idle_wait(waited, 100000);
   }
   return ccoSuccess;
 }
