@@ -113,17 +113,35 @@ static bool shut_down_here(int fd) {
   }
 }
 
+/* Judges hung-up link i: for ABORT and DEAD, `reason` gets the report. */
+static verdict judge_link(const cco_liveness* lv, int i, char* reason, size_t size) {
+  char text[CCO_WIRE_TEXT_MAX + 1] = "";
+  verdict v = judge(lv->fd[i], text, sizeof(text));
+  if (v == VERDICT_ABORT)
+    snprintf(reason, size, "rank %d: rank %d failed: %s", lv->rank, lv->peer[i], text);
+  else if (v == VERDICT_DEAD)
+    snprintf(reason, size,
+             "rank %d: rank %d died: its link closed without a goodbye (the process exited, crashed "
+             "or was killed)",
+             lv->rank, lv->peer[i]);
+  return v;
+}
+
 /* Judges link i; returns true when the monitor is done (a failure was
  * reported, or this rank's bootstrap failed by itself). */
 static bool look_at(cco_liveness* lv, int i) {
-  char text[CCO_WIRE_TEXT_MAX + 1] = "";
   char reason[CCO_WIRE_TEXT_MAX + 160];
   if (shut_down_here(lv->fd[i])) {
     CCO_INFO(BOOT, "rank %d: liveness monitor stops: this rank's links were shut down", lv->rank);
     return true;
   }
-  verdict v = judge(lv->fd[i], text, sizeof(text));
-  if (v == VERDICT_RETRY && ++lv->retries[i] > MAX_RETRIES) v = VERDICT_DEAD;
+  verdict v = judge_link(lv, i, reason, sizeof(reason));
+  if (v == VERDICT_RETRY && ++lv->retries[i] > MAX_RETRIES) {
+    v = VERDICT_DEAD;
+    snprintf(reason, sizeof(reason),
+             "rank %d: rank %d died (its link hung up, and its last message could not be read)",
+             lv->rank, lv->peer[i]);
+  }
   switch (v) {
     case VERDICT_RETRY:
       lv->state[i] = LINK_RETRY;
@@ -133,18 +151,30 @@ static bool look_at(cco_liveness* lv, int i) {
                lv->peer[i]);
       lv->state[i] = LINK_LEFT;
       return false;
-    case VERDICT_ABORT:
-      snprintf(reason, sizeof(reason), "rank %d: rank %d failed: %s", lv->rank, lv->peer[i], text);
-      break;
-    case VERDICT_DEAD:
-      snprintf(reason, sizeof(reason),
-               "rank %d: rank %d died: its link closed without a goodbye (the process exited, "
-               "crashed or was killed)",
-               lv->rank, lv->peer[i]);
-      break;
+    default:
+      lv->fail(lv->owner, ccoRemoteError, lv->peer[i], reason);
+      return true;
   }
-  lv->fail(lv->owner, ccoRemoteError, lv->peer[i], reason);
-  return true;
+}
+
+bool cco_liveness_probe(const cco_liveness* lv, char* reason, size_t size) {
+  if (!lv) return false;
+  struct pollfd p[MAX_WATCHED];
+  for (int i = 0; i < lv->nLinks; i++) p[i] = (struct pollfd){lv->fd[i], POLLRDHUP, 0};
+  if (poll(p, (nfds_t)lv->nLinks, 0) <= 0) return false;
+  bool found = false;
+  for (int i = 0; i < lv->nLinks; i++) {
+    if (!p[i].revents || (p[i].revents & POLLNVAL) || shut_down_here(lv->fd[i])) continue;
+    char why[CCO_WIRE_TEXT_MAX + 160];
+    verdict v = judge_link(lv, i, why, sizeof(why));
+    /* A death is the cause itself; an ABORT passes on one. */
+    if (v == VERDICT_DEAD || (v == VERDICT_ABORT && !found)) {
+      snprintf(reason, size, "%s", why);
+      found = true;
+      if (v == VERDICT_DEAD) break;
+    }
+  }
+  return found;
 }
 
 static void* watch_main(void* arg) {

@@ -28,6 +28,9 @@
 #ifndef CCO_BOOT_LIVENESS_H_
 #define CCO_BOOT_LIVENESS_H_
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "base/error.h"
 #include "boot/bootstrap.h"
 #include "cco/cco.h"
@@ -46,6 +49,14 @@ ccoResult_t cco_liveness_start(const cco_bootstrap* bs, cco_errsink* sink, cco_l
 
 /* Stops and joins the thread, frees everything. NULL is a no-op. */
 void cco_liveness_stop(cco_liveness* lv);
+
+/* Looks at every link at once, from any thread, without changing anything
+ * (peeks only): when a peer has hung up without a goodbye, writes what the
+ * monitor reports for it into `reason` (a death before an ABORT, which only
+ * passes a cause on) and returns true. For an owner told of a failure by
+ * other means ("peer 3 unreachable", from a network engine) that wants its
+ * cause. NULL: false. */
+bool cco_liveness_probe(const cco_liveness* lv, char* reason, size_t size);
 
 /* Tells every linked peer that this rank leaves normally: a BYE header on
  * every link, after everything the collectives sent (TCP keeps the order).

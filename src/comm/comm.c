@@ -297,10 +297,18 @@ static bool note_background_failure(ccoComm* comm, ccoResult_t res, const char* 
  * stop (abort word), blocked host calls wake, and the peers are told. The
  * engine thread that found the failure recorded its detail as the thread's
  * last error just before: it becomes the communicator's detail and goes to
- * the peers, so they learn which peer is gone. */
+ * the peers, so they learn which peer is gone. A peer that an engine finds
+ * gone (or answering oddly) may only have left because another rank died:
+ * when the bootstrap links already tell of a death or a failure, that is
+ * the cause, and the result is ccoRemoteError. */
 void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) {
   const char* detail = cco_thread_last_error();
-  char reason[CCO_ERROR_TEXT_BYTES];
+  char linked[CCO_ERROR_TEXT_BYTES];
+  if (cco_liveness_probe(comm->liveness, linked, sizeof(linked))) {
+    detail = linked;
+    res = ccoRemoteError;
+  }
+  char reason[CCO_ERROR_TEXT_BYTES + 64];
   snprintf(reason, sizeof(reason), "rank %d failed in the background: %s", comm->rank,
            detail[0] ? detail : ccoGetErrorString(res));
   if (note_background_failure(comm, res, detail)) cco_devcomm_abort_all(comm);
@@ -375,10 +383,11 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
   wake_waiters(comm); /* nothing may stay blocked on a communicator being destroyed */
   /* Background threads first, and outside the lock: a failing engine and
-   * the liveness monitor take it. */
+   * the liveness monitor take it. The engines first: a failing one asks
+   * the monitor's links for the cause. */
+  cco_transports_stop(comm);
   cco_liveness_stop(comm->liveness);
   comm->liveness = NULL;
-  cco_transports_stop(comm);
   pthread_mutex_lock(&comm->opLock);
   live_remove(comm);
   comm->magic = 0;

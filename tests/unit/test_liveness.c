@@ -12,7 +12,9 @@
  *    apart under its lock);
  *  - nothing is consumed: the queued bytes are still there for the
  *    collectives;
- *  - stop returns at once while idle, and while the callback blocks.
+ *  - stop returns at once while idle, and while the callback blocks;
+ *  - a probe from another thread names the cause: a death before an ABORT
+ *    that passes one on.
  * Runs under TSan in `make test` (the monitor's thread against this one).
  */
 #include <poll.h>
@@ -222,6 +224,30 @@ TEST(stop_is_prompt) {
   t = now();
   teardown(&f);
   CHECK(now() - t < 1.0);
+}
+
+TEST(probe_names_the_cause) {
+  fixture f;
+  setup(&f);
+  char why[512] = "";
+  CHECK(!cco_liveness_probe(f.lv, why, sizeof(why))); /* every link open */
+  CHECK(!cco_liveness_probe(NULL, why, sizeof(why)));
+  pthread_mutex_lock(&f.rep.lock);
+  f.rep.block = 0.3; /* the monitor is busy reporting meanwhile */
+  pthread_mutex_unlock(&f.rep.lock);
+  const char* relay = "rank 2: rank 0 died: its link closed without a goodbye";
+  send_msg(f.far[3], CCO_MSG_ABORT, relay, (uint32_t)strlen(relay), 0);
+  close(f.far[3]);
+  f.far[3] = -1;
+  say_goodbye(&f, 0); /* rank 2 also said goodbye on its other link: not a cause */
+  CHECK_EQ(wait_report(&f.rep, 2.0), 1);
+  CHECK(cco_liveness_probe(f.lv, why, sizeof(why)));
+  CHECK(strstr(why, "rank 1: rank 2 failed: rank 2: rank 0 died") != NULL);
+  close(f.far[1]); /* rank 0 itself: a death wins over the relayed cause */
+  f.far[1] = -1;
+  CHECK(cco_liveness_probe(f.lv, why, sizeof(why)));
+  CHECK(strstr(why, "rank 1: rank 0 died") != NULL);
+  teardown(&f);
 }
 
 TEST(one_rank_starts_no_thread) {
