@@ -651,6 +651,13 @@ void cco_bootstrap_set_wake_reason(cco_bootstrap* bs, ccoResult_t result, const 
                         memory_order_release);
 }
 
+ccoResult_t cco_bootstrap_wake_cause(cco_bootstrap* bs, char* reason, size_t size) {
+  int cause = atomic_load_explicit(&bs->wakeResult, memory_order_acquire);
+  if (cause <= 0) return ccoSuccess;
+  snprintf(reason, size, "%s", bs->wakeReason);
+  return (ccoResult_t)cause;
+}
+
 void cco_bootstrap_destroy(cco_bootstrap* bs) {
   for (int k = 0; k < CCO_BOOTSTRAP_MAX_LINKS; k++) {
     cco_socket_close(&bs->outFd[k]);

@@ -69,6 +69,9 @@ void cco_bootstrap_fail(cco_bootstrap* bs, ccoResult_t result, const char* reaso
  * owner that wakes a blocked step because it learned of a failure of the
  * job elsewhere. Any thread; the first caller's cause stays. */
 void cco_bootstrap_set_wake_reason(cco_bootstrap* bs, ccoResult_t result, const char* reason);
+/* That cause, with its reason copied out, or ccoSuccess when none was set:
+ * for other waits on the same wake fd (passing memory fds). Any thread. */
+ccoResult_t cco_bootstrap_wake_cause(cco_bootstrap* bs, char* reason, size_t size);
 
 /* Closes every socket. */
 void cco_bootstrap_destroy(cco_bootstrap* bs);
