@@ -39,11 +39,12 @@ test-asan: deps
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
 
-# Races: the ranks-as-threads tests and the unit tests under ThreadSanitizer.
+# Races: the ranks-as-threads tests, the unit tests, and the liveness monitor
+# against the calling thread in a few fault-test phases under ThreadSanitizer.
 test-tsan: deps
 	@$(CMAKE_ENV) cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug -DCCO_TSAN=ON >/dev/null
 	@cmake --build $(BUILD)-tsan -j $(JOBS)
-	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -R "unit\.|mp\.mp_threads"
+	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -R "unit\.|mp\.mp_threads|mp\.mp_fault\.(barrier|devwait|sdma)"
 
 # Warnings are errors under clang too.
 test-clang: deps

@@ -58,8 +58,11 @@ const char* ccoGetErrorString(ccoResult_t result);
 typedef struct ccoComm ccoComm;
 
 /* Detail string of the last failure seen on `comm`, or of the calling
- * thread's last failure when comm is NULL. Never NULL; "" when none. The
- * string stays valid until the next failing call on the same comm/thread. */
+ * thread's last failure when comm is NULL. Never NULL; "" when none. With
+ * NULL the string stays valid until the thread's next failing call; with a
+ * communicator it is a copy (a background thread may record a failure of
+ * the job at any time) that stays valid until the thread has made four
+ * more such calls. */
 const char* ccoGetLastError(const ccoComm* comm);
 
 /* Version of the library actually loaded (CCO_VERSION of its build). */
@@ -108,7 +111,9 @@ ccoResult_t ccoCommCreateFromEnv(size_t perRankVmmSize, ccoComm** comm);
 
 /* Local: releases every resource of the communicator (sockets, threads,
  * memory), also after an error or ccoCommAbort. Peers still talking to this
- * rank see ccoRemoteError. */
+ * rank see ccoRemoteError; idle peers are told it left normally, so their
+ * liveness monitors do not take it for dead (a rank that exits without it
+ * is). */
 ccoResult_t ccoCommDestroy(ccoComm* comm);
 
 /* Marks the communicator failed, wakes every thread blocked in it, and tells
@@ -118,7 +123,10 @@ ccoResult_t ccoCommDestroy(ccoComm* comm);
 ccoResult_t ccoCommAbort(ccoComm* comm);
 
 /* The first error found in the background or on any call (a dead peer, an
- * abort); ccoSuccess while the communicator is healthy. */
+ * abort); ccoSuccess while the communicator is healthy. The liveness monitor
+ * (CCO_LIVENESS, on by default) sets it to ccoRemoteError within
+ * milliseconds of a peer's death, with ccoGetLastError(comm) naming the
+ * dead rank, and sets every device communicator's abort word. */
 ccoResult_t ccoCommGetAsyncError(ccoComm* comm, ccoResult_t* asyncError);
 
 ccoResult_t ccoCommRank(const ccoComm* comm, int* rank);
@@ -265,7 +273,8 @@ ccoResult_t ccoSdmaPutAsync(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t 
 
 /* Enqueues on `stream` a wait until this rank's copy of the uint64_t at
  * sigWin + sigOff is >= value (wrapping compare). The host platform waits
- * on the calling thread, up to CCO_BOOTSTRAP_TIMEOUT (ccoTimeout). */
+ * on the calling thread, up to CCO_BOOTSTRAP_TIMEOUT (ccoTimeout), or until
+ * the communicator fails (its async error, with its detail). */
 ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff, uint64_t value,
                                 void* stream);
 

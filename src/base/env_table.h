@@ -28,6 +28,10 @@
     "seconds any blocking bootstrap step (connect, rendezvous, allgather, host barrier) "   \
     "may wait before failing with ccoTimeout; 0 waits forever (dead peers are still "       \
     "detected)")                                                                            \
+  X(CCO_LIVENESS, NULL, BOOL, "1", BOOT, NULL,                                              \
+    "1 runs a liveness monitor per communicator: a thread that watches the bootstrap "     \
+    "links and fails the communicator (async error, abort word) when a peer dies; 0 "      \
+    "turns it off")                                                                         \
   X(CCO_HOSTID, NULL, STR, "", INIT, NULL,                                                  \
     "host identity used to form the LSA team, instead of hostname + boot id (lets one "     \
     "machine play several hosts)")                                                          \

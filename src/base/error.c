@@ -34,6 +34,12 @@ void cco_errsink_set(cco_errsink* sink, const char* text) {
   pthread_mutex_unlock(&sink->lock);
 }
 
+void cco_errsink_copy(cco_errsink* sink, char* out, size_t size) {
+  pthread_mutex_lock(&sink->lock);
+  snprintf(out, size, "%s", sink->text);
+  pthread_mutex_unlock(&sink->lock);
+}
+
 static void record(cco_errsink* sink, const char* fmt, va_list ap, char* msg, size_t size) {
   vsnprintf(msg, size, fmt, ap);
   memcpy(t_last_error, msg, size);

@@ -26,6 +26,8 @@ void cco_errsink_init(cco_errsink* sink);
 void cco_errsink_fini(cco_errsink* sink);
 /* Replaces the sink's text (also for messages that are not failures). */
 void cco_errsink_set(cco_errsink* sink, const char* text);
+/* Copies the sink's text: background threads may replace it meanwhile. */
+void cco_errsink_copy(cco_errsink* sink, char* out, size_t size);
 
 /* Formats the detail of a failure, stores it as the calling thread's last
  * error and (when sink != NULL) the sink's, logs it once (WARN for failures

@@ -196,9 +196,12 @@ static ccoResult_t io_fail_peer(cco_bootstrap* bs, cco_errsink* sink, cco_io_sta
       return fail(bs, sink, ccoTimeout,
                   "rank %d: no progress from rank %d for %g s during %s (CCO_BOOTSTRAP_TIMEOUT)",
                   bs->rank, peer, bs->timeout, op);
-    case CCO_IO_WOKEN:
+    case CCO_IO_WOKEN: {
+      int cause = atomic_load_explicit(&bs->wakeResult, memory_order_acquire);
+      if (cause > 0) return fail(bs, sink, (ccoResult_t)cause, "%s", bs->wakeReason);
       return fail(bs, sink, ccoInvalidUsage, "rank %d: %s interrupted: communicator aborted",
                   bs->rank, op);
+    }
     default:
       return fail(bs, sink, ccoSystemError, "rank %d: socket error with rank %d during %s: %s",
                   bs->rank, peer, op, strerror(err));
@@ -212,8 +215,8 @@ static ccoResult_t io_fail(cco_bootstrap* bs, cco_errsink* sink, cco_io_status s
 
 static const char* msg_name(uint16_t type) {
   static const char* const names[] = {"?", "hello", "refuse", "peers", "accept",
-                                      "data", "barrier", "abort"};
-  return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
+                                      "data", "barrier", "abort", "bye"};
+  return type <= CCO_MSG_TYPE_MAX ? names[type] : "?";
 }
 
 /* Checks an incoming header against what this step expects. An ABORT turns
@@ -238,6 +241,10 @@ static ccoResult_t check_header(cco_bootstrap* bs, cco_errsink* sink, const uint
     return fail(bs, sink, ccoRemoteError, "rank %d: rank %d failed during %s: %s", bs->rank,
                 peer, op, reason[0] ? reason : "(no reason given)");
   }
+  if (h.type == CCO_MSG_BYE)
+    return fail(bs, sink, ccoRemoteError,
+                "rank %d: rank %d destroyed its communicator while this rank was in %s with it",
+                bs->rank, peer, op);
   if (h.type != type || h.length != length || h.seq != seq)
     return fail(bs, sink, ccoInvalidUsage,
                 "rank %d: collective mismatch with rank %d: it sent %s #%u of %u bytes while "
@@ -1279,6 +1286,21 @@ void cco_bootstrap_fail(cco_bootstrap* bs, ccoResult_t result, const char* reaso
   if (bs->joinFds)
     for (int r = 1; r < bs->nRanks; r++) abort_fd(bs, bs->joinFds[r], halfSent, reason, n);
   abort_fd(bs, bs->rootFd, halfSent, reason, n);
+}
+
+void cco_bootstrap_set_wake_reason(cco_bootstrap* bs, ccoResult_t result, const char* reason) {
+  int unset = ccoSuccess; /* the first caller writes; -1 while it does */
+  if (!atomic_compare_exchange_strong(&bs->wakeResult, &unset, -1)) return;
+  snprintf(bs->wakeReason, sizeof(bs->wakeReason), "%s", reason);
+  atomic_store_explicit(&bs->wakeResult, result == ccoSuccess ? ccoInternalError : result,
+                        memory_order_release);
+}
+
+ccoResult_t cco_bootstrap_wake_cause(cco_bootstrap* bs, char* reason, size_t size) {
+  int cause = atomic_load_explicit(&bs->wakeResult, memory_order_acquire);
+  if (cause <= 0) return ccoSuccess;
+  snprintf(reason, size, "%s", bs->wakeReason);
+  return (ccoResult_t)cause;
 }
 
 void cco_bootstrap_destroy(cco_bootstrap* bs) {

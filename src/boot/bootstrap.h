@@ -25,6 +25,7 @@
 #ifndef CCO_BOOT_BOOTSTRAP_H_
 #define CCO_BOOT_BOOTSTRAP_H_
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,11 @@ typedef struct {
   int* joinFds;
   int rootFd;
   cco_bootstrap_tx tx;
+  /* Why a wake (wakeFd) interrupts a step, when the owner knows the cause
+   * (cco_bootstrap_set_wake_reason); 0 = "communicator aborted", -1 while
+   * the reason is written. */
+  _Atomic int wakeResult;
+  char wakeReason[320];
 } cco_bootstrap;
 
 /* Collective. On failure everything opened is closed again. `sink` is only
@@ -86,6 +92,15 @@ ccoResult_t cco_bootstrap_barrier(cco_bootstrap* bs, cco_errsink* sink);
  * only to finish a message it was in the middle of sending (at most a
  * fraction of a second). Idempotent. */
 void cco_bootstrap_fail(cco_bootstrap* bs, ccoResult_t result, const char* reason);
+
+/* The cause a step reports, and passes on to the peers, when the wake fd
+ * interrupts it from now on (instead of "communicator aborted"): for an
+ * owner that wakes a blocked step because it learned of a failure of the
+ * job elsewhere. Any thread; the first caller's cause stays. */
+void cco_bootstrap_set_wake_reason(cco_bootstrap* bs, ccoResult_t result, const char* reason);
+/* That cause, with its reason copied out, or ccoSuccess when none was set:
+ * for other waits on the same wake fd (passing memory fds). Any thread. */
+ccoResult_t cco_bootstrap_wake_cause(cco_bootstrap* bs, char* reason, size_t size);
 
 /* Closes every socket. After a clean run the accepted side resets its
  * connections, so no TIME_WAIT holds a listening port. */

@@ -28,7 +28,8 @@ typedef enum {
   CCO_MSG_DATA = 5,    /* allgather block */
   CCO_MSG_BARRIER = 6, /* barrier token, no payload */
   CCO_MSG_ABORT = 7,   /* {reason text}: the sender failed; the job is over */
-  CCO_MSG_TYPE_MAX = 7
+  CCO_MSG_BYE = 8,     /* no payload: the sender destroyed its communicator normally */
+  CCO_MSG_TYPE_MAX = 8
 } cco_msg_type;
 
 /* JOIN: a rank joins at the root. LINK: a rank opens one of its links.

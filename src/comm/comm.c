@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/env.h"
@@ -26,10 +27,20 @@ ccoResult_t cco_comm_keep_error(ccoComm* comm, ccoResult_t res) {
   return res;
 }
 
+/* A copy, in one of a few buffers of the calling thread taken in turn: the
+ * communicator's text may be replaced at any time by a background thread
+ * (the liveness monitor, an engine), and a caller may hold a few results
+ * at once (one expression naming two communicators). */
+#define LAST_ERROR_COPIES 4
+
 const char* ccoGetLastError(const ccoComm* comm) {
+  static _Thread_local char copies[LAST_ERROR_COPIES][CCO_ERROR_TEXT_BYTES];
+  static _Thread_local unsigned next;
   if (!comm) return cco_thread_last_error();
   if (!cco_comm_is_valid(comm)) return "invalid communicator handle";
-  return comm->err.text;
+  char* out = copies[next++ % LAST_ERROR_COPIES];
+  cco_errsink_copy((cco_errsink*)&comm->err, out, CCO_ERROR_TEXT_BYTES);
+  return out;
 }
 
 /* Binds the creating thread near the communicator's GPU once the platform
@@ -107,6 +118,8 @@ static ccoResult_t transport_allgather(void* owner, void* buf, size_t bytesPerRa
 
 static void transport_fail(void* owner, ccoResult_t res) { cco_comm_fail_async(owner, res); }
 
+static void peer_lost(void* owner, ccoResult_t res, int peer, const char* reason);
+
 ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVmmSize,
                           ccoComm** commOut) {
   const char* detail = NULL;
@@ -170,6 +183,14 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
     res = cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory for the handle table");
     goto err_transports;
   }
+  /* Last: its callback may use every part of the communicator. */
+  if (cco_env_bool(CCO_ENV_ID_CCO_LIVENESS)) {
+    res = cco_liveness_start(&comm->boot, &comm->err, peer_lost, comm, &comm->liveness);
+    if (res != ccoSuccess) {
+      cco_comm_handle_retire(comm);
+      goto err_transports;
+    }
+  }
   CCO_INFO(INIT, "rank %d/%d: communicator %p ready", rank, nRanks, (void*)comm);
   *commOut = comm;
   return ccoSuccess;
@@ -226,26 +247,84 @@ static void note_async_error(ccoComm* comm, ccoResult_t res) {
     cco_devcomm_abort_all(comm);
 }
 
+/* A failure found in the background becomes the async error; returns
+ * whether it is the first (the caller then sets the abort words). Its
+ * detail goes to the communicator's error text first: a thread that sees
+ * the async error then reads the detail that goes with it. */
+static bool note_background_failure(ccoComm* comm, ccoResult_t res, const char* detail) {
+  if (atomic_load(&comm->asyncError) != ccoSuccess) return false;
+  if (detail[0]) cco_errsink_set(&comm->err, detail);
+  int expected = ccoSuccess;
+  return atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res);
+}
+
 /* As ccoCommAbort, with the background failure as the reason: device waits
- * stop (abort word), blocked host calls wake, and the peers are told. */
+ * stop (abort word), blocked host calls wake, and the peers are told. The
+ * engine thread that found the failure recorded its detail as the thread's
+ * last error just before: it becomes the communicator's detail and goes to
+ * the peers, so they learn which peer is gone. A peer that an engine finds
+ * gone (or answering oddly) may only have left because another rank died:
+ * when the bootstrap links already tell of a death or a failure, that is
+ * the cause, and the result is ccoRemoteError. */
 void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) {
-  /* The detail was recorded by the thread that found the failure (an engine
-   * thread): it becomes the communicator's, so ccoGetLastError(comm) says
-   * what happened, not what failed last on the application's threads. */
-  if (atomic_load(&comm->asyncError) == ccoSuccess) {
-    char detail[CCO_ERROR_TEXT_BYTES];
-    snprintf(detail, sizeof(detail), "rank %d failed in the background (%s): %s", comm->rank,
-             ccoGetErrorString(res), cco_thread_last_error());
-    cco_errsink_set(&comm->err, detail);
+  const char* detail = cco_thread_last_error();
+  char linked[CCO_ERROR_TEXT_BYTES];
+  if (cco_liveness_probe(comm->liveness, linked, sizeof(linked))) {
+    detail = linked;
+    res = ccoRemoteError;
   }
-  note_async_error(comm, res);
+  char reason[CCO_ERROR_TEXT_BYTES + 64];
+  snprintf(reason, sizeof(reason), "rank %d failed in the background: %s", comm->rank,
+           detail[0] ? detail : ccoGetErrorString(res));
+  if (note_background_failure(comm, res, detail)) cco_devcomm_abort_all(comm);
   atomic_store(&comm->aborted, true);
+  cco_bootstrap_set_wake_reason(&comm->boot, res, reason);
   wake_waiters(comm);
   pthread_mutex_lock(&comm->opLock);
-  char reason[96];
-  snprintf(reason, sizeof(reason), "rank %d failed in the background: %s", comm->rank,
-           ccoGetErrorString(res));
   cco_bootstrap_fail(&comm->boot, res, reason);
+  pthread_mutex_unlock(&comm->opLock);
+}
+
+/* How long a running collective may keep the collective lock from the
+ * liveness monitor before it is woken up. A collective that reads from the
+ * dead rank, or from a rank that failed because of it, fails by itself
+ * within milliseconds with the same cause; one blocked elsewhere (passing
+ * memory fds to the dead rank, or waiting on a live rank that sits in a
+ * device wait) would otherwise wait out its timeout. */
+#define PEER_LOST_GRACE_NS 100000000L
+
+/* The liveness monitor's report (src/boot/liveness.c): a peer died or
+ * failed. Under the collective lock, so the links carry whole messages: if
+ * the bootstrap has failed already (a collective found it, or the hang-up
+ * the monitor saw was this rank's own), that path has recorded and told
+ * everything. Otherwise record it (logged once, here), stop device waits
+ * and tell the peers (ABORT on every link), so the failure spreads over
+ * the link mesh. */
+static void peer_lost(void* owner, ccoResult_t res, int peer, const char* reason) {
+  ccoComm* comm = owner;
+  (void)peer;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += PEER_LOST_GRACE_NS;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  if (pthread_mutex_timedlock(&comm->opLock, &until) != 0) {
+    /* A collective is blocked: record the cause, then wake it; it fails
+     * with this cause and tells the peers. The abort words come after the
+     * wake: the collective may hold the memory lock they need. */
+    bool first = note_background_failure(comm, res, reason);
+    if (first) CCO_WARN(BOOT, "%s: %s", ccoGetErrorString(res), reason);
+    cco_bootstrap_set_wake_reason(&comm->boot, res, reason);
+    wake_waiters(comm);
+    if (first) cco_devcomm_abort_all(comm);
+    pthread_mutex_lock(&comm->opLock);
+  }
+  if (comm->boot.failResult == ccoSuccess) {
+    if (note_background_failure(comm, res, reason)) {
+      CCO_WARN(BOOT, "%s: %s", ccoGetErrorString(res), reason);
+      cco_devcomm_abort_all(comm);
+    }
+    cco_bootstrap_fail(&comm->boot, res, reason);
+  }
   pthread_mutex_unlock(&comm->opLock);
 }
 
@@ -268,8 +347,12 @@ ccoResult_t ccoCommAbort(ccoComm* comm) {
 ccoResult_t ccoCommDestroy(ccoComm* comm) {
   CCO_VALIDATE_COMM(comm);
   wake_waiters(comm); /* nothing may stay blocked on a communicator being destroyed */
-  /* Engine threads first, and outside the lock: a failing engine takes it. */
+  /* Background threads first, and outside the lock: a failing engine and
+   * the liveness monitor take it. The engines first: a failing one asks
+   * the monitor's links for the cause. */
   cco_transports_stop(comm);
+  cco_liveness_stop(comm->liveness);
+  comm->liveness = NULL;
   pthread_mutex_lock(&comm->opLock);
   cco_comm_handle_retire(comm);
   comm->magic = 0;
@@ -281,6 +364,9 @@ ccoResult_t ccoCommDestroy(ccoComm* comm) {
   cco_transports_destroy(comm);
   cco_mem_fini(&comm->mem);
   cco_platform_close(&comm->platform);
+  /* After every collective message, so the peers' monitors do not take
+   * this rank for dead. */
+  cco_liveness_goodbye(&comm->boot);
   cco_bootstrap_destroy(&comm->boot);
   cco_topology_free(&comm->topo);
   close(comm->wakeFd);

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "boot/bootstrap.h"
+#include "boot/liveness.h"
 #include "boot/topology.h"
 #include "cco/cco.h"
 #include "mem/mem.h"
@@ -37,6 +38,7 @@ struct ccoComm {
   int nRanks;
   size_t perRankVmmSize; /* rounded up to 4 GiB */
   cco_bootstrap boot;
+  cco_liveness* liveness; /* watches the links for dead peers; NULL when off or one rank */
   cco_topology topo;
   pthread_mutex_t opLock; /* serializes collectives of this communicator */
   cco_errsink err;        /* the last error's detail (ccoGetLastError) */
@@ -62,6 +64,10 @@ void cco_comm_handle_release(ccoComm* comm);
 bool cco_comm_handle_publish(const ccoComm* comm);
 void cco_comm_handle_retire(const ccoComm* comm);
 bool cco_comm_is_valid(const ccoComm* comm);
+/* The address range handles come from (NULL, 0 before the first
+ * communicator): it stays reserved for the life of the process, which leak
+ * checks of tests must know. */
+void cco_comm_handle_arena(const void** base, size_t* bytes);
 
 /* Where a failure's detail goes for ccoGetLastError(comm): also for calls
  * that take the communicator as const (queries), whose failures are still

@@ -43,6 +43,14 @@ static bool in_arena(const void* p) {
          (const char*)p < g_arena + ARENA_BYTES;
 }
 
+void cco_comm_handle_arena(const void** base, size_t* bytes) {
+  pthread_mutex_lock(&g_lock);
+  bool mapped = g_arena && g_arena != MAP_FAILED;
+  *base = mapped ? g_arena : NULL;
+  *bytes = mapped ? ARENA_BYTES : 0;
+  pthread_mutex_unlock(&g_lock);
+}
+
 ccoComm* cco_comm_handle_new(void) {
   size_t bytes = object_bytes();
   ccoComm* comm = NULL;

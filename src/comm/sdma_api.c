@@ -4,6 +4,7 @@
  * collective). The copy runs on the copy engines through the flat VA; the
  * signal is a uint64_t in a window, stored after the data in stream order.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -30,6 +31,15 @@ static ccoResult_t window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t o
   return ccoSuccess;
 }
 
+/* The communicator failed (async error `failed`): that failure's result,
+ * with its detail (a dead peer names the peer). */
+static ccoResult_t failed_earlier(ccoComm* comm, ccoResult_t failed, const char* what, const char* when) {
+  char detail[CCO_ERROR_TEXT_BYTES];
+  cco_errsink_copy(&comm->err, detail, sizeof(detail));
+  return cco_error_quiet(&comm->err, failed, "%s: the communicator failed %s: %s", what, when,
+                         detail[0] ? detail : ccoGetErrorString(failed));
+}
+
 /* SDMA is on and the communicator has not failed (an engine error, a dead
  * peer, an abort): the host calls fail the same way device waits do. */
 static ccoResult_t check_usable(ccoComm* comm, const char* what) {
@@ -38,9 +48,7 @@ static ccoResult_t check_usable(ccoComm* comm, const char* what) {
                      "%s: SDMA is off (CCO_ENABLE_SDMA=0)", what);
   ccoResult_t failed = ccoSuccess;
   ccoCommGetAsyncError(comm, &failed);
-  if (failed != ccoSuccess)
-    return cco_error_quiet(&comm->err, failed, "%s: the communicator failed earlier: %s", what,
-                           ccoGetErrorString(failed));
+  if (failed != ccoSuccess) return failed_earlier(comm, failed, what, "earlier");
   return ccoSuccess;
 }
 
@@ -75,7 +83,8 @@ ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff
                         "ccoStreamWaitSignal", &sig));
   cco_platform* p = &comm->platform;
   ccoResult_t res = p->ops->wait_value_async(p, stream, sig, value, comm->boot.timeout, &comm->asyncError);
-  /* Given up because the communicator failed: say why, as check_usable does. */
-  if (res == ccoRemoteError) CCO_CHECK(check_usable(comm, "ccoStreamWaitSignal"));
+  /* Stopped by the communicator's failure: its detail (a dead peer, say). */
+  if (res != ccoSuccess && res == (ccoResult_t)atomic_load(&comm->asyncError))
+    return failed_earlier(comm, res, "ccoStreamWaitSignal", "during the wait");
   return cco_comm_keep_error(comm, res);
 }

@@ -41,9 +41,19 @@ static uint64_t read_u64(const uint8_t* p) {
   return v;
 }
 
+/* The wake fd interrupted a wait: the cause its owner gave (already
+ * logged where it was found), else an abort. */
+static ccoResult_t woken(cco_fd_exchange* x, const char* what) {
+  char why[CCO_ERROR_TEXT_BYTES];
+  ccoResult_t cause = x->boot ? cco_bootstrap_wake_cause(x->boot, why, sizeof(why)) : ccoSuccess;
+  if (cause != ccoSuccess) return cco_error_quiet(NULL, cause, "%s", why);
+  return cco_error(NULL, ccoInvalidUsage, CCO_SUBSYS_LSA, "rank %d: %s", x->rank, what);
+}
+
 ccoResult_t cco_fd_exchange_open(cco_fd_exchange* x, const uint8_t secret[16], int rank,
-                                  double timeout, int wakeFd) {
+                                  double timeout, int wakeFd, cco_bootstrap* boot) {
   memset(x, 0, sizeof(*x));
+  x->boot = boot;
   x->fd = -1;
   x->rank = rank;
   x->tag = read_u64(secret);
@@ -109,8 +119,7 @@ ccoResult_t cco_fd_exchange_send(cco_fd_exchange* x, int peer, uint32_t seq, uin
                        x->timeout);
     struct pollfd p = {x->wakeFd, POLLIN, 0};
     struct timespec pause = {0, 100000};
-    if (ppoll(&p, 1, &pause, NULL) > 0)
-      return cco_error(NULL, ccoInvalidUsage, CCO_SUBSYS_LSA, "rank %d: aborted", x->rank);
+    if (ppoll(&p, 1, &pause, NULL) > 0) return woken(x, "aborted");
   }
 }
 
@@ -191,8 +200,9 @@ ccoResult_t cco_fd_exchange_recv(cco_fd_exchange* x, uint32_t seq, const bool* e
               ? cco_error(NULL, ccoTimeout, CCO_SUBSYS_LSA,
                           "rank %d: no memory handles from ranks%s within %g s", x->rank, missing,
                           x->timeout)
-              : cco_error(NULL, st == CCO_IO_WOKEN ? ccoInvalidUsage : ccoSystemError,
-                          CCO_SUBSYS_LSA, "rank %d: fd exchange %s", x->rank,
+          : st == CCO_IO_WOKEN
+              ? woken(x, "fd exchange interrupted: communicator aborted")
+              : cco_error(NULL, ccoSystemError, CCO_SUBSYS_LSA, "rank %d: fd exchange %s", x->rank,
                           cco_io_status_string(st));
     break;
   }

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "boot/bootstrap.h"
 #include "cco/cco.h"
 
 typedef struct {
@@ -23,10 +24,13 @@ typedef struct {
   uint64_t token; /* proves a message comes from the job */
   double timeout;
   int wakeFd;
+  cco_bootstrap* boot; /* why the wake fd fired, when its owner said (may be NULL) */
 } cco_fd_exchange;
 
+/* `boot` (may be NULL) gives the cause when the wake fd interrupts a wait
+ * (cco_bootstrap_wake_cause): a peer's death, say, rather than "aborted". */
 ccoResult_t cco_fd_exchange_open(cco_fd_exchange* x, const uint8_t secret[16], int rank,
-                                  double timeout, int wakeFd);
+                                  double timeout, int wakeFd, cco_bootstrap* boot);
 void cco_fd_exchange_close(cco_fd_exchange* x);
 
 /* Sends a copy of fd (the caller keeps its own) and `info` to world rank

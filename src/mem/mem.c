@@ -37,7 +37,7 @@ ccoResult_t cco_mem_init(cco_mem* m, const cco_mem_config* cfg) {
   CCO_CHECK(cco_slot_alloc_create(m->slotSize, m->granularity, &m->slots));
   if (m->lsaSize > 1) {
     CCO_CHECK(cco_fd_exchange_open(&m->exchange, cfg->boot->secret, m->rank, cfg->boot->timeout,
-                                   cfg->wakeFd));
+                                   cfg->wakeFd, cfg->boot));
     m->exchangeOpen = true;
   }
   CCO_INFO(MEM, "rank %d: %s platform, flat VA %p: %d slots of %zu GiB, granularity %zu", m->rank,

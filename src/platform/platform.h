@@ -89,12 +89,12 @@ typedef struct {
                                     const uint64_t* values);
   /* The stream waits until *addr >= value (64-bit, wrapping compare). The
    * host platform waits on the calling thread, backing off (it yields, then
-   * naps) so a long wait does not spin a core, up to timeoutSeconds, and
-   * gives up with ccoRemoteError once *cancel is nonzero (the
-   * communicator's async error: a dead peer never sends the signal). The
-   * cuda platform enqueues the wait and returns. */
+   * naps) so a long wait does not spin a core, up to timeoutSeconds (0: no
+   * limit), and gives up as soon as *failed (the communicator's async error:
+   * a dead peer never sends the signal) is nonzero, returning that result;
+   * cuda enqueues the wait and ignores both. */
   ccoResult_t (*wait_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
-                                  double timeoutSeconds, const _Atomic int* cancel);
+                                  double timeoutSeconds, const _Atomic int* failed);
   /* Whether this rank's device can map and access `peer`'s memory. *known
    * is false when the peer's device is not visible here (nothing to check). */
   ccoResult_t (*peer_access)(cco_platform* p, const cco_device_identity* peer, bool* ok,

@@ -108,6 +108,8 @@ static uint8_t pattern(int rank, int iter, size_t i) {
 static int names_dead(const char* err, int v) {
   const char* forms[] = {"rank %d closed its connection", "rank %d refused its link",
                          "socket error with rank %d ",
+                         /* the liveness monitor (src/boot/liveness.c) saw it first */
+                         "rank %d died",
                          /* the fd exchange of a window registration */
                          "from ranks %d ", "memory to rank %d "};
   for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {

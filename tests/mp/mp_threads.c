@@ -1,12 +1,15 @@
 /*
  * Ranks as threads of one process: two communicators used at once from
- * different threads, ccoCommAbort waking a thread blocked in a barrier, and
- * no leaked fds or threads after many create/destroy cycles, also after
+ * different threads, ccoCommAbort waking a thread blocked in a barrier, the
+ * liveness monitor (a device wait without timeout returns when a peer
+ * aborts; ranks that leave one by one are not taken for dead), and no
+ * leaked fds or threads after many create/destroy cycles, also after
  * failed creations and aborts.
  */
 #include <pthread.h>
 
 #include "base/env.h"
+#include "cco/cco_device.h"
 #include "mp_util.h"
 
 #define MAX_THREADS 16
@@ -110,6 +113,122 @@ static void test_abort_wakes_blocked_barrier(void) {
   MP_CHECK(MP_OK(ccoCommDestroy(ts[0].comm)) && MP_OK(ccoCommDestroy(ts[1].comm)), "destroy");
 }
 
+/* Creates a job of n thread-ranks and keeps their communicators. */
+static int create_job(int n, ccoComm** comms) {
+  ccoUniqueId id;
+  if (ccoGetUniqueId(&id) != ccoSuccess) return 0;
+  pthread_t th[MAX_THREADS];
+  rank_thread ts[MAX_THREADS];
+  for (int r = 0; r < n; r++) {
+    ts[r] = (rank_thread){id, n, r, 0, 0, NULL, 1};
+    pthread_create(&th[r], NULL, run_rank, &ts[r]);
+  }
+  int ok = 1;
+  for (int r = 0; r < n; r++) {
+    pthread_join(th[r], NULL);
+    comms[r] = ts[r].comm;
+    ok &= ts[r].comm != NULL;
+  }
+  return ok;
+}
+
+typedef struct {
+  const ccoDevComm* dc;
+  ccoDevStatus_t status;
+  double took;
+} kernel_wait;
+
+/* A "kernel" (a CPU thread) in an LSA barrier without a timeout. */
+static void* lsa_barrier_kernel(void* arg) {
+  kernel_wait* k = arg;
+  double t0 = mp_now();
+  ccoLsaBarrierSession b = ccoLsaBarrierSessionInit(k->dc, 0, ccoCoopThread);
+  k->status = ccoLsaBarrierSync(&b);
+  ccoLsaBarrierSessionEnd(&b);
+  k->took = mp_now() - t0;
+  return NULL;
+}
+
+typedef struct {
+  ccoComm* comm;
+  ccoDevComm dc;
+  ccoResult_t res;
+} devcomm_make;
+
+static void* devcomm_thread(void* arg) {
+  devcomm_make* m = arg;
+  ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.gdaConnectionType = ccoGdaConnectionNone;
+  reqs.lsaBarrierCount = 1;
+  m->res = ccoDevCommCreate(m->comm, &reqs, &m->dc);
+  if (m->res == ccoSuccess) m->res = ccoBarrierAll(m->comm);
+  return NULL;
+}
+
+/* The liveness monitor between thread-ranks (run under TSan by make test):
+ *  - rank 1 of 3 aborts while rank 2 waits in an LSA barrier without a
+ *    timeout and rank 0 in a host barrier that waits on rank 2: the device
+ *    wait returns ccoDevAborted (rank 2's monitor reads rank 1's ABORT) and
+ *    the host barrier ccoRemoteError (rank 2's monitor passes it on), both
+ *    naming rank 1, within 1 s;
+ *  - ranks that destroy their communicators one after the other are not
+ *    taken for dead by the ones still running. */
+static void test_liveness_threads(void) {
+  ccoComm* c[3];
+  if (!create_job(3, c)) {
+    MP_CHECK(0, "liveness: create");
+    return;
+  }
+  devcomm_make m[3];
+  pthread_t th[3];
+  for (int r = 0; r < 3; r++) {
+    m[r] = (devcomm_make){c[r], {0}, ccoSuccess};
+    pthread_create(&th[r], NULL, devcomm_thread, &m[r]);
+  }
+  for (int r = 0; r < 3; r++) pthread_join(th[r], NULL);
+  MP_CHECK(m[0].res == ccoSuccess && m[1].res == ccoSuccess && m[2].res == ccoSuccess, "liveness: device communicators");
+  kernel_wait k = {&m[2].dc, ccoDevSuccess, 0};
+  blocked_call b = {c[0], ccoSuccess, 0};
+  pthread_t kernel, waiter;
+  pthread_create(&kernel, NULL, lsa_barrier_kernel, &k);
+  pthread_create(&waiter, NULL, barrier_thread, &b);
+  mp_sleep(0.1);
+  double t0 = mp_now();
+  MP_CHECK(MP_OK(ccoCommAbort(c[1])), "liveness: abort");
+  pthread_join(kernel, NULL);
+  double kernelAfter = mp_now() - t0;
+  pthread_join(waiter, NULL);
+  double hostAfter = mp_now() - t0;
+  ccoResult_t async = ccoSuccess;
+  ccoCommGetAsyncError(c[2], &async);
+  MP_CHECK(k.status == ccoDevAborted && kernelAfter < 1.0 && async == ccoRemoteError,
+           "liveness: device wait returned %s %.3f s after the abort, async error %s", ccoDevStatusName(k.status),
+           kernelAfter, ccoGetErrorString(async));
+  MP_CHECK(strstr(ccoGetLastError(c[2]), "rank 1") != NULL, "liveness: rank 2's detail: %s", ccoGetLastError(c[2]));
+  MP_CHECK(b.result == ccoRemoteError && hostAfter < 1.0 && strstr(ccoGetLastError(c[0]), "rank 1") != NULL,
+           "liveness: host barrier returned %s %.3f s after the abort: %s", ccoGetErrorString(b.result), hostAfter,
+           ccoGetLastError(c[0]));
+  printf("liveness: a device wait without timeout returned %s %.3f s after a peer aborted; a host barrier "
+         "waiting on that rank: %s after %.3f s\n",
+         ccoDevStatusName(k.status), kernelAfter, ccoGetErrorString(b.result), hostAfter);
+  for (int r = 0; r < 3; r++) MP_CHECK(MP_OK(ccoCommDestroy(c[r])), "liveness: destroy %d", r);
+
+  /* Goodbyes: one rank leaves, the others stay a while; nobody fails. */
+  if (!create_job(3, c)) {
+    MP_CHECK(0, "liveness: create");
+    return;
+  }
+  MP_CHECK(MP_OK(ccoCommDestroy(c[0])), "goodbye: destroy 0");
+  mp_sleep(0.2);
+  MP_CHECK(MP_OK(ccoCommDestroy(c[1])), "goodbye: destroy 1");
+  mp_sleep(0.2);
+  async = ccoSuccess;
+  MP_CHECK(MP_OK(ccoCommGetAsyncError(c[2], &async)) && async == ccoSuccess,
+           "goodbye: the last rank has async error %s after its peers left: %s", ccoGetErrorString(async),
+           ccoGetLastError(c[2]));
+  MP_CHECK(MP_OK(ccoCommDestroy(c[2])), "goodbye: destroy 2");
+}
+
 /* A job that cannot form (rank 1 never comes) fails at the timeout. */
 static void failed_create(double* took, ccoResult_t* res) {
   ccoUniqueId id;
@@ -162,6 +281,7 @@ int main(void) {
   MP_CHECK(run_jobs(1, 16, 20) == 0, "one communicator of 16 thread-ranks");
   printf("concurrent communicators: %.2f s\n", mp_now() - t0);
   test_abort_wakes_blocked_barrier();
+  test_liveness_threads();
   test_no_leaks();
   return mp_finish("mp_threads");
 }

@@ -25,10 +25,10 @@
 # Prints one line per check with its time and ends with "N passed, N failed".
 #
 # On a 2-core machine the whole script took 51-56 s (82 s in the ASan+UBSan
-# build): a two-host mp_gda run 1.5-4.5 s, a kill 1.2-1.5 s when the victim's
-# connection breaks under an operation, about 6.5 s when the survivors first
-# have to give a silent peer 5 s (nothing in flight at the kill, or an
-# operation the provider lost), the namespaces about 11 s.
+# build): a two-host mp_gda run 1.5-4.5 s, a kill 1.0-1.8 s (the survivors
+# learn of the death from the liveness monitor within milliseconds, also with
+# nothing in flight at the kill; without the monitor they first gave a silent
+# peer 5 s, and such a check took about 7 s), the namespaces about 11 s.
 set -u
 bin=${CCO_BIN:?set CCO_BIN to the build bin directory}
 passed=0 failed=0 skipped=0

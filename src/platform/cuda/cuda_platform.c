@@ -555,8 +555,8 @@ static ccoResult_t cuda_write_values_async(cco_platform* p, void* stream, unsign
 }
 
 static ccoResult_t cuda_wait_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value,
-                                         double timeoutSeconds, const _Atomic int* cancel) {
-  (void)timeoutSeconds, (void)cancel; /* the stream waits, not the caller */
+                                         double timeoutSeconds, const _Atomic int* failed) {
+  (void)timeoutSeconds, (void)failed; /* the stream waits, not the caller */
   cuda_state* s = state(p);
   if (!s) return not_open("wait_value_async");
   ctx_scope sc;

@@ -42,7 +42,11 @@ static ccoResult_t check_peer_access(lsa_transport* t) {
   all[ctx->rank] = mine;
   ccoResult_t res = ctx->allgather(ctx->owner, all, sizeof(int32_t), true);
   for (int r = 0; res == ccoSuccess && r < ctx->nRanks; r++)
-    if (all[r] >= 0)
+    if (all[r] >= ctx->nRanks || all[r] < -1) /* an index: never trusted */
+      res = cco_error(ctx->err, ccoRemoteError, CCO_SUBSYS_INIT,
+                      "rank %d: rank %d sent a peer-access verdict out of range (%d)", ctx->rank, r,
+                      (int)all[r]);
+    else if (all[r] >= 0)
       res = cco_error(ctx->err, ccoInvalidUsage, CCO_SUBSYS_INIT,
                       "rank %d: rank %d (gpu %s) cannot access the memory of rank %d (gpu %s) on "
                       "the same host: LSA peers need peer access (NVLink or PCIe P2P)",

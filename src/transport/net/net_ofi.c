@@ -645,8 +645,10 @@ static int read_error(cco_net* net, cco_net_completion* out) {
   int gone = peer_gone(err.err) || peer_gone(err.prov_errno < 0 ? -err.prov_errno : err.prov_errno);
   if (!net->peerFailed[op->peer]) {
     net->peerFailed[op->peer] = 1;
-    CCO_WARN(NET, "operation to peer %d failed: %s (provider: %s)%s", op->peer, fi_err(net, err.err),
-             prov ? prov : "no detail", gone ? "; the peer is gone" : "");
+    /* Also the thread's last error: the engine's owner reports it as the cause. */
+    (void)cco_error(NULL, gone ? ccoRemoteError : ccoNetError, CCO_SUBSYS_NET,
+                    "operation to peer %d failed: %s (provider: %s)%s", op->peer, fi_err(net, err.err),
+                    prov ? prov : "no detail", gone ? "; the peer is gone" : "");
   } else {
     CCO_TRACE(NET, "operation to peer %d failed: %s (provider: %s)", op->peer, fi_err(net, err.err),
               prov ? prov : "no detail");
