@@ -314,21 +314,28 @@ static int devcomm(rank_state* s, ccoDevComm* dc, uint32_t gdaConn) {
   return res == ccoSuccess;
 }
 
+/* A zeroed window of `bytes` every rank has before the victim may die (the
+ * setup steps of the device phases); a failure is recorded. */
+static int setup_window(rank_state* s, size_t bytes, ccoWindow_t* win, void** p) {
+  ccoResult_t res;
+  if ((res = ccoWindowRegisterAlloc(s->comm, bytes, win, p)) != ccoSuccess) {
+    record_host(s, "ccoWindowRegisterAlloc (setup)", res);
+    return 0;
+  }
+  memset(*p, 0, bytes);
+  if ((res = ccoBarrierAll(s->comm)) != ccoSuccess) {
+    record_host(s, "ccoBarrierAll (setup)", res);
+    return 0;
+  }
+  return 1;
+}
+
 static void phase_devwait(rank_state* s, const run_cfg* cfg) {
   ccoDevComm dc;
   ccoWindow_t win = NULL;
   void* p = NULL;
-  ccoResult_t res;
   if (!devcomm(s, &dc, ccoGdaConnectionNone)) return;
-  if ((res = ccoWindowRegisterAlloc(s->comm, 4096, &win, &p)) != ccoSuccess) {
-    record_host(s, "ccoWindowRegisterAlloc (setup)", res);
-    return;
-  }
-  memset(p, 0, 4096);
-  if ((res = ccoBarrierAll(s->comm)) != ccoSuccess) {
-    record_host(s, "ccoBarrierAll (setup)", res);
-    return;
-  }
+  if (!setup_window(s, 4096, &win, &p)) return;
   kernel_arg k = {s, cfg, &dc, win, ccoDevSuccess, 0, ""};
   pthread_t t;
   pthread_create(&t, NULL, devwait_kernel, &k);
@@ -340,15 +347,7 @@ static void phase_sdma(rank_state* s, const run_cfg* cfg) {
   ccoWindow_t win = NULL;
   void* p = NULL;
   ccoResult_t res;
-  if ((res = ccoWindowRegisterAlloc(s->comm, 4096, &win, &p)) != ccoSuccess) {
-    record_host(s, "ccoWindowRegisterAlloc (setup)", res);
-    return;
-  }
-  memset(p, 0, 4096);
-  if ((res = ccoBarrierAll(s->comm)) != ccoSuccess) {
-    record_host(s, "ccoBarrierAll (setup)", res);
-    return;
-  }
+  if (!setup_window(s, 4096, &win, &p)) return;
   int next = (s->rank + 1) % s->nRanks, prev = (s->rank + s->nRanks - 1) % s->nRanks;
   size_t mine = 8 * (size_t)s->rank, theirs = 8 * (size_t)prev;
   for (long i = 1;; i++) {
@@ -395,16 +394,8 @@ static void phase_gda(rank_state* s, const run_cfg* cfg) {
   ccoDevComm dc;
   ccoWindow_t win = NULL;
   void* p = NULL;
-  ccoResult_t res;
   if (!devcomm(s, &dc, ccoGdaConnectionCrossNode)) return;
-  if ((res = ccoWindowRegisterAlloc(s->comm, (size_t)s->nRanks * GDA_BYTES, &win, &p)) != ccoSuccess) {
-    record_host(s, "ccoWindowRegisterAlloc (setup)", res);
-    return;
-  }
-  if ((res = ccoBarrierAll(s->comm)) != ccoSuccess) {
-    record_host(s, "ccoBarrierAll (setup)", res);
-    return;
-  }
+  if (!setup_window(s, (size_t)s->nRanks * GDA_BYTES, &win, &p)) return;
   kernel_arg k = {s, cfg, &dc, win, ccoDevSuccess, 0, ""};
   pthread_t t;
   pthread_create(&t, NULL, gda_kernel, &k);
