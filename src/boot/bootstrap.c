@@ -989,6 +989,51 @@ static ccoResult_t creation_loop(creation* c) {
   return res;
 }
 
+/* How long a root whose job failed before every rank joined keeps
+ * answering the ranks still on their way. Without it, a rank that connects
+ * after the root gave up finds the port closed, takes that for a root not
+ * listening yet, and retries until its timeout. */
+#define CCO_ROOT_LINGER_S 0.5
+
+/* Answers each late JOIN hello of this job with the failure (an ABORT
+ * carrying the reason), so that rank fails now, naming the cause; ends when
+ * every rank that never joined has been told, or after CCO_ROOT_LINGER_S.
+ * Connections already accepted and waiting for their hello come first
+ * (their hello may be half read). Anything else is closed unanswered. */
+static void tell_latecomers(creation* c) {
+  cco_bootstrap* bs = c->bs;
+  int missing = bs->nRanks - 1 - c->nJoined;
+  if (bs->rank != 0 || bs->failResult == ccoSuccess || missing <= 0 || bs->listenFd < 0) return;
+  size_t n = strlen(bs->failReason);
+  if (n > CCO_WIRE_TEXT_MAX) n = CCO_WIRE_TEXT_MAX;
+  double end = cco_time_now() + CCO_ROOT_LINGER_S;
+  while (missing > 0 && cco_time_now() < end) {
+    pending_conn p;
+    if (c->nPend > 0) {
+      p = c->pend[c->nPend - 1];
+      c->nPend--;
+    } else {
+      struct pollfd pfd = {bs->listenFd, POLLIN, 0};
+      if (poll(&pfd, 1, (int)((end - cco_time_now()) * 1e3) + 1) <= 0) continue;
+      p.fd = accept4(bs->listenFd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      p.got = 0;
+      if (p.fd < 0) continue;
+    }
+    double until = cco_time_now() + 0.1 < end ? cco_time_now() + 0.1 : end;
+    cco_wire_header h;
+    cco_wire_hello hello;
+    if (cco_socket_recv_all(p.fd, p.buf + p.got, sizeof(p.buf) - p.got, until, -1) == CCO_IO_OK &&
+        cco_wire_decode_header(p.buf, CCO_WIRE_HEADER_BYTES, CCO_WIRE_HELLO_BYTES, &h) == CCO_WIRE_OK &&
+        h.type == CCO_MSG_HELLO &&
+        cco_wire_decode_hello(p.buf + CCO_WIRE_HEADER_BYTES, CCO_WIRE_HELLO_BYTES, &hello) == CCO_WIRE_OK &&
+        secret_equal(hello.secret, bs->secret) && hello.purpose == CCO_HELLO_JOIN) {
+      send_msg_nowait(p.fd, CCO_MSG_ABORT, bs->failReason, (uint32_t)n);
+      missing--;
+    }
+    cco_socket_close(&p.fd);
+  }
+}
+
 /* Every rank but the root: joins, forms its links, tells the root. The
  * root: gathers the joiners, sends the table, forms its links, and waits
  * until every joiner has formed its own, watching them all the while. */
@@ -1026,6 +1071,7 @@ static ccoResult_t form_job(cco_bootstrap* bs, cco_errsink* sink, const cco_id_i
     res = root_connect(c);
   }
   if (res == ccoSuccess) res = creation_loop(c);
+  if (res != ccoSuccess) tell_latecomers(c);
   if (res == ccoSuccess) {
     if (bs->rank != 0) {
       /* Links formed: tell the root, and be the side that closes first. */

@@ -6,7 +6,10 @@
  *   - a joiner killed while the root waits for another rank;
  *   - a joiner that dies once it has the peer table (during link setup);
  *   - a joiner that fails before it can join (no usable interface);
- *   - the root killed while the joiners wait for the table.
+ *   - the root killed while the joiners wait for the table;
+ *   - a joiner that starts only after the root has given up (the root
+ *     answers it with the cause for a while, instead of closing its port
+ *     on it, which it would take for a root not listening yet).
  *
  *   mp_kill_create            (launches its own ranks with fork)
  */
@@ -133,6 +136,24 @@ static void killed_while_waiting(int victim) {
   check_prompt(what, others, n, c, needles);
 }
 
+static void starts_after_the_root_gave_up(void) {
+  ccoUniqueId id;
+  start(&id);
+  pid_t pids[NRANKS];
+  int codes[NRANKS];
+  mp_spawn(pids, 0, NRANKS - 1, NRANKS, id, real_rank, NULL);
+  mp_sleep(0.3);
+  g_sh->event = mp_now();
+  kill(pids[2], SIGKILL);
+  mp_sleep(0.1); /* the root has failed by now */
+  mp_spawn(&pids[3], 3, 1, NRANKS, id, real_rank, NULL);
+  mp_wait(pids, NRANKS, 5.0, codes);
+  const int others[] = {0, 1, 3};
+  const int c[] = {codes[0], codes[1], codes[3]};
+  const char* needles[] = {"rank 2 closed its connection", NULL};
+  check_prompt("rank 3 starts after the root gave up on the killed rank 2", others, 3, c, needles);
+}
+
 static void dies_in_link_setup(void) {
   ccoUniqueId id;
   start(&id);
@@ -173,6 +194,7 @@ int main(void) {
   if (g_sh == MAP_FAILED) return 2;
   killed_while_waiting(2);
   killed_while_waiting(0);
+  starts_after_the_root_gave_up();
   dies_in_link_setup();
   fails_before_joining();
   munmap(g_sh, sizeof(*g_sh));
