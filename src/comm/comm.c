@@ -240,18 +240,11 @@ static void wake_waiters(ccoComm* comm) {
   (void)!write(comm->wakeFd, &one, sizeof(one));
 }
 
-/* The first failure of the job: recorded, and device waits told to stop. */
-static void note_async_error(ccoComm* comm, ccoResult_t res) {
-  int expected = ccoSuccess;
-  if (atomic_compare_exchange_strong(&comm->asyncError, &expected, (int)res))
-    cco_devcomm_abort_all(comm);
-}
-
-/* A failure found in the background becomes the async error; returns
- * whether it is the first (the caller then sets the abort words). Its
- * detail goes to the communicator's error text first: a thread that sees
+/* A failure of the job becomes the async error; returns whether it is the
+ * first (the caller then sets the abort words). Its detail, when there is
+ * one, goes to the communicator's error text first: a thread that sees
  * the async error then reads the detail that goes with it. */
-static bool note_background_failure(ccoComm* comm, ccoResult_t res, const char* detail) {
+static bool note_failure(ccoComm* comm, ccoResult_t res, const char* detail) {
   if (atomic_load(&comm->asyncError) != ccoSuccess) return false;
   if (detail[0]) cco_errsink_set(&comm->err, detail);
   int expected = ccoSuccess;
@@ -276,7 +269,7 @@ void cco_comm_fail_async(ccoComm* comm, ccoResult_t res) {
   char reason[CCO_ERROR_TEXT_BYTES + 64];
   snprintf(reason, sizeof(reason), "rank %d failed in the background: %s", comm->rank,
            detail[0] ? detail : ccoGetErrorString(res));
-  if (note_background_failure(comm, res, detail)) cco_devcomm_abort_all(comm);
+  if (note_failure(comm, res, detail)) cco_devcomm_abort_all(comm);
   atomic_store(&comm->aborted, true);
   cco_bootstrap_set_wake_reason(&comm->boot, res, reason);
   wake_waiters(comm);
@@ -311,7 +304,7 @@ static void peer_lost(void* owner, ccoResult_t res, int peer, const char* reason
     /* A collective is blocked: record the cause, then wake it; it fails
      * with this cause and tells the peers. The abort words come after the
      * wake: the collective may hold the memory lock they need. */
-    bool first = note_background_failure(comm, res, reason);
+    bool first = note_failure(comm, res, reason);
     if (first) CCO_WARN(BOOT, "%s: %s", ccoGetErrorString(res), reason);
     cco_bootstrap_set_wake_reason(&comm->boot, res, reason);
     wake_waiters(comm);
@@ -319,7 +312,7 @@ static void peer_lost(void* owner, ccoResult_t res, int peer, const char* reason
     pthread_mutex_lock(&comm->opLock);
   }
   if (comm->boot.failResult == ccoSuccess) {
-    if (note_background_failure(comm, res, reason)) {
+    if (note_failure(comm, res, reason)) {
       CCO_WARN(BOOT, "%s: %s", ccoGetErrorString(res), reason);
       cco_devcomm_abort_all(comm);
     }
@@ -337,7 +330,7 @@ ccoResult_t ccoCommAbort(ccoComm* comm) {
   char reason[96];
   snprintf(reason, sizeof(reason), "rank %d aborted its communicator", comm->rank);
   cco_bootstrap_fail(&comm->boot, ccoInvalidUsage, reason);
-  note_async_error(comm, ccoInvalidUsage);
+  if (note_failure(comm, ccoInvalidUsage, "")) cco_devcomm_abort_all(comm);
   pthread_mutex_unlock(&comm->opLock);
   cco_errsink_set(&comm->err, "communicator aborted with ccoCommAbort");
   CCO_INFO(INIT, "rank %d: communicator %p aborted", comm->rank, (void*)comm);
@@ -395,7 +388,7 @@ ccoResult_t cco_comm_begin_collective(ccoComm* comm, const char* op) {
 
 ccoResult_t cco_comm_end_collective(ccoComm* comm, ccoResult_t res) {
   if (res != ccoSuccess && comm->boot.failResult != ccoSuccess)
-    note_async_error(comm, comm->boot.failResult);
+    if (note_failure(comm, comm->boot.failResult, "")) cco_devcomm_abort_all(comm);
   pthread_mutex_unlock(&comm->opLock);
   return res;
 }

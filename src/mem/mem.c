@@ -131,6 +131,17 @@ static ccoResult_t place_chunk(cco_mem* m, cco_chunk* chunk, bool external, void
   return ccoSuccess;
 }
 
+/* Places a chunk the platform just made (`made` is how that went): the
+ * chunk is released again if it cannot be placed (lock held). */
+static ccoResult_t adopt_chunk(cco_mem* m, ccoResult_t made, cco_chunk* chunk, bool external,
+                               void** ptr) {
+  if (made != ccoSuccess)
+    return cco_error_quiet(m->err, made, "rank %d: %s", m->rank, cco_thread_last_error());
+  ccoResult_t res = place_chunk(m, chunk, external, ptr);
+  if (res != ccoSuccess) m->platform->ops->chunk_release(m->platform, chunk);
+  return res;
+}
+
 ccoResult_t cco_mem_alloc(cco_mem* m, size_t size, void** ptr) {
   if (!ptr || size == 0)
     return cco_error(m->err, ccoInvalidArgument, CCO_SUBSYS_MEM, "ccoMemAlloc: %s",
@@ -142,13 +153,8 @@ ccoResult_t cco_mem_alloc(cco_mem* m, size_t size, void** ptr) {
   size_t rounded = (size + m->granularity - 1) & ~(m->granularity - 1);
   pthread_mutex_lock(&m->lock);
   cco_chunk chunk;
-  ccoResult_t res = m->platform->ops->chunk_create(m->platform, rounded, &chunk);
-  if (res == ccoSuccess) {
-    res = place_chunk(m, &chunk, false, ptr);
-    if (res != ccoSuccess) m->platform->ops->chunk_release(m->platform, &chunk);
-  } else {
-    res = cco_error_quiet(m->err, res, "rank %d: %s", m->rank, cco_thread_last_error());
-  }
+  ccoResult_t res = adopt_chunk(m, m->platform->ops->chunk_create(m->platform, rounded, &chunk), &chunk,
+                                false, ptr);
   pthread_mutex_unlock(&m->lock);
   return res;
 }
@@ -159,13 +165,8 @@ ccoResult_t cco_mem_import(cco_mem* m, void* extPtr, size_t size, void** localPt
                      "ccoMemImport: NULL pointer or size 0");
   pthread_mutex_lock(&m->lock);
   cco_chunk chunk;
-  ccoResult_t res = m->platform->ops->chunk_from_pointer(m->platform, extPtr, size, &chunk);
-  if (res == ccoSuccess) {
-    res = place_chunk(m, &chunk, true, localPtr);
-    if (res != ccoSuccess) m->platform->ops->chunk_release(m->platform, &chunk);
-  } else {
-    res = cco_error_quiet(m->err, res, "rank %d: %s", m->rank, cco_thread_last_error());
-  }
+  ccoResult_t res = adopt_chunk(m, m->platform->ops->chunk_from_pointer(m->platform, extPtr, size, &chunk),
+                                &chunk, true, localPtr);
   pthread_mutex_unlock(&m->lock);
   return res;
 }
