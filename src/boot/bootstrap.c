@@ -346,6 +346,7 @@ typedef struct {
   int nOutDone, nInDone;
   /* A failure reported only if no better reason comes first (deferAt > 0). */
   double deferAt;
+  int deferLink; /* the outgoing link whose refusal armed it */
   ccoResult_t deferRes;
   char deferMsg[320];
 } creation;
@@ -363,23 +364,24 @@ static ccoResult_t link_connect_failed(creation* c, int k, int err) {
   cco_bootstrap* bs = c->bs;
   /* Every rank listens before it joins, and keeps listening until its
    * links are formed: once the table is out, a refused connection means
-   * the peer is gone. */
+   * the peer is gone, unless its listener only overflowed for a moment
+   * (strangers flooding its port). So the verdict waits CCO_REFUSED_GRACE
+   * for a better reason, while the connection is tried again; a link that
+   * forms meanwhile withdraws it. */
   if (err == ECONNREFUSED || err == ECONNRESET) {
     if (c->deferAt == 0) {
       c->deferAt = cco_time_now() + CCO_REFUSED_GRACE;
+      c->deferLink = k;
       c->deferRes = ccoRemoteError;
       snprintf(c->deferMsg, sizeof(c->deferMsg),
                "rank %d: rank %d refused its link connection during link setup: it no longer "
                "listens (it exited or failed)",
                bs->rank, out_peer(bs, k));
     }
-    c->outState[k] = OUT_RETRY;
-    c->outRetryAt[k] = INFINITY; /* waits for the verdict */
-    return ccoSuccess;
-  }
-  if (!cco_socket_connect_retryable(err))
+  } else if (!cco_socket_connect_retryable(err)) {
     return fail(bs, c->sink, ccoSystemError, "rank %d: cannot connect to rank %d: %s", bs->rank,
                 out_peer(bs, k), strerror(err));
+  }
   c->outState[k] = OUT_RETRY;
   c->outRetryAt[k] = cco_time_now() + c->outBackoff[k];
   if (c->outBackoff[k] < 0.1) c->outBackoff[k] *= 2;
@@ -476,6 +478,7 @@ static ccoResult_t on_out_readable(creation* c, int k) {
   if (h.type == CCO_MSG_ACCEPT && h.length == 0) {
     c->outState[k] = OUT_DONE;
     c->nOutDone++;
+    if (c->deferAt > 0 && c->deferLink == k) c->deferAt = 0; /* the refusal was momentary */
     return ccoSuccess;
   }
   if (h.type == CCO_MSG_REFUSE && h.length >= 4) {
