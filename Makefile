@@ -3,6 +3,8 @@
 #   make demo    the main job: 4 ranks through ccorun
 #   make test    every test: gcc build, ASan+UBSan build, TSan build, clang build
 #   make bench   the benchmarks that run on this machine
+#   make install the library, headers, ccorun, cco-info, CMake package and
+#                cco.pc under PREFIX (default /usr/local; DESTDIR for staging)
 # Each target installs missing system packages first (as root).
 
 BUILD      ?= build
@@ -13,7 +15,7 @@ NVCC       := $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/l
 CMAKE_ENV  := $(if $(NVCC),CUDACXX=$(NVCC))
 CTEST      := ctest --output-on-failure --timeout 600
 
-.PHONY: all deps build demo test test-main test-asan test-tsan test-clang bench clean
+.PHONY: all deps build demo test test-main test-asan test-tsan test-clang bench install clean
 
 all: build
 
@@ -54,6 +56,13 @@ test-clang: deps
 
 bench: build
 	$(BUILD)/bin/cco-bench-bootstrap 16
+
+# Builds only what is installed (cco_dist), not the tests and examples.
+PREFIX ?= /usr/local
+install: deps
+	@$(CMAKE_ENV) cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target cco_dist
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-clang
