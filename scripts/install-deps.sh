@@ -16,6 +16,10 @@ done
 # libfabric-dev has no command: look for its header. The network engine needs the
 # headers at build time only (libfabric itself is loaded at run time).
 [ -f /usr/include/rdma/fabric.h ] || missing="$missing libfabric-dev"
+# The wheel test (tests/install/test_wheel.sh) installs into virtual environments.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+  missing="$missing python3-venv"
+fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: installing$missing"

@@ -20,7 +20,7 @@ import time
 
 try:
     import cco  # noqa: F401
-except ImportError:  # running from a checkout without `pip install ./python`
+except ImportError:  # running from a checkout without `pip install .`
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE, UniqueId

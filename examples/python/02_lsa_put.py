@@ -21,7 +21,7 @@ import sys
 
 try:
     import cco
-except ImportError:  # running from a checkout without `pip install ./python`
+except ImportError:  # running from a checkout without `pip install .`
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
     import cco
 import cco.cuda  # NVRTC options for kernels that include cco/cco_device.h

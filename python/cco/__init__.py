@@ -13,12 +13,14 @@ A pure-Python (ctypes) binding of libcco. The seeds' API::
         dc = comm.create_dev_comm(reqs)
         comm.barrier()
 
-libcco is found through ``CCO_LIBRARY``, ``cco/lib/`` next to this package,
-or the ``build/lib`` of the checkout this package sits in (see docs/python.md).
+libcco is found through ``CCO_LIBRARY``, ``cco/lib/`` next to this package
+(where the wheel puts it), or the ``build/lib`` of the checkout this package
+sits in (see docs/python.md).
 Importing ``cco`` does not load it; the first call that needs it does.
 """
 from . import cuda, launch, torch  # noqa: F401  (light: cupy, mpi4py and torch load on use)
 from ._lib import LibraryNotFoundError, library_path, version
+from ._version import __version__
 from .communicator import Communicator, Team, UniqueId, set_torch_allocator_comm
 from .devcomm import (
     GDA_CONNECTION_CROSSNODE,
@@ -48,8 +50,6 @@ from .errors import (
 )
 from .resources import AllocatedMemory, RegisteredWindow
 from .views import PLATFORM_CUDA, PLATFORM_HOST, CudaArray, MemoryRegion, from_pointer, to_cupy, to_torch
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AllocatedMemory", "CCOArgumentOverflow", "CCOCudaError", "CCODevCommRequirements",

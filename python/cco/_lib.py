@@ -15,10 +15,9 @@ import ctypes
 import glob
 import os
 import threading
-from pathlib import Path
 from typing import List, Optional, Tuple
 
-from . import _abi
+from . import _abi, _checkout
 from .errors import error_for
 
 # ---------------------------------------------------------------- results
@@ -108,7 +107,7 @@ PROTOTYPES = {
 # ---------------------------------------------------------------- loading
 
 LIBRARY_ENV = "CCO_LIBRARY"
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = _checkout.PACKAGE_DIR
 
 
 class LibraryNotFoundError(ImportError):
@@ -118,16 +117,18 @@ class LibraryNotFoundError(ImportError):
 def candidate_paths() -> List[str]:
     """Where libcco is looked for, in order (``CCO_LIBRARY`` handled apart).
 
-    1. next to the package: ``cco/lib/libcco.so*`` (a wheel that bundles it);
-    2. the build tree of the checkout this package sits in:
-       ``<repo>/build/lib/libcco.so`` for ``<repo>/python/cco``;
+    1. next to the package: ``cco/lib/libcco.so*`` (the wheel puts it there);
+    2. only when this package is ``<repo>/python/cco`` of a checkout: that
+       checkout's ``build/lib/libcco.so``;
     3. the system loader's search path (``LD_LIBRARY_PATH``, ldconfig).
     """
     found: List[str] = []
     bundled = sorted(glob.glob(str(_PACKAGE_DIR / "lib" / "libcco.so*")), key=len)
-    found.extend(bundled[:1])
-    repo = _PACKAGE_DIR.parent.parent
-    found.append(str(repo / "build" / "lib" / "libcco.so"))
+    # The pattern itself when nothing matches, so the error lists it.
+    found.append(bundled[0] if bundled else str(_PACKAGE_DIR / "lib" / "libcco.so*"))
+    repo = _checkout.checkout_root()
+    if repo is not None:
+        found.append(str(repo / "build" / "lib" / "libcco.so"))
     found.append("libcco.so.0")
     return found
 
@@ -184,9 +185,10 @@ def load() -> ctypes.CDLL:
                 return _lib
             tried.append(f"{path} ({why})")
         raise LibraryNotFoundError(
-            "libcco not found. Set CCO_LIBRARY to the path of libcco.so, build the "
-            "checkout (cmake -S . -B build && cmake --build build), or put libcco.so.0 on "
-            "the loader path. Tried: " + "; ".join(tried)
+            "libcco not found. Install this package with its library (pip install . at the "
+            "repository root), set CCO_LIBRARY to the path of libcco.so, build the checkout "
+            "this package sits in (cmake -S . -B build && cmake --build build), or put "
+            "libcco.so.0 on the loader path. Tried: " + "; ".join(tried)
         )
 
 

@@ -21,11 +21,11 @@ import os
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-from . import _lib
+from . import _checkout, _lib
 from .errors import CCOUnsupported
 
 INCLUDE_ENV = "CCO_INCLUDE_DIR"
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = _checkout.PACKAGE_DIR
 
 
 def _has_headers(path: Path) -> bool:
@@ -36,16 +36,18 @@ def include_dirs() -> List[str]:
     """Directories to put on the include path for ``#include "cco/cco_device.h"``.
 
     Looked for in order: ``CCO_INCLUDE_DIR``; ``cco/include`` inside the
-    package (a wheel that bundles them); ``<repo>/include`` of the checkout
-    the package sits in; ``include`` next to the loaded library's prefix
-    (``<prefix>/lib/libcco.so`` -> ``<prefix>/include``, and
+    package (the wheel puts them there); ``<repo>/include`` when the package
+    is ``<repo>/python/cco`` of a checkout; ``include`` next to the loaded
+    library's prefix (``<prefix>/lib/libcco.so`` -> ``<prefix>/include``, and
     ``<repo>/build/lib`` -> ``<repo>/include``).
     """
     candidates = []
     if os.environ.get(INCLUDE_ENV):
         candidates.append(Path(os.environ[INCLUDE_ENV]))
     candidates.append(_PACKAGE_DIR / "include")
-    candidates.append(_PACKAGE_DIR.parent.parent / "include")
+    repo = _checkout.checkout_root()
+    if repo is not None:
+        candidates.append(repo / "include")
     try:
         libdir = Path(_lib.library_path()).resolve().parent
         candidates += [libdir.parent / "include", libdir.parent.parent / "include"]
