@@ -90,6 +90,9 @@ class AllocatedMemory(Resource, Region):
     def _view_target(self) -> Tuple[int, int, str]:
         return self.ptr, self.size, self._comm.platform
 
+    def _cuda_device(self) -> Optional[int]:
+        return self._comm.cuda_device
+
     def _release_c(self) -> int:
         return self._comm._lib.ccoMemFree(self._comm._h, self._ptr)
 
@@ -152,6 +155,9 @@ class RegisteredWindow(Resource, Region):
 
     def _view_target(self) -> Tuple[int, int, str]:
         return self.local_ptr, self.size, self._comm.platform
+
+    def _cuda_device(self) -> Optional[int]:
+        return self._comm.cuda_device
 
     def _release_c(self) -> int:
         return self._comm._lib.ccoWindowDeregister(self._comm._h, self._handle)
