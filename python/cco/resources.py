@@ -11,7 +11,7 @@ releases only what is still alive, so it never raises for that.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple, TypeVar
 
 from ._abi import WindowDeviceStruct
 from ._convert import SIZE_T, to_c
@@ -20,6 +20,8 @@ from .views import MemoryRegion, Region
 
 if TYPE_CHECKING:  # pragma: no cover
     from .communicator import Communicator
+
+ResourceT = TypeVar("ResourceT", bound="Resource")
 
 
 class Resource:
@@ -52,7 +54,7 @@ class Resource:
         """Releases the resource now (what free/deregister/destroy call)."""
         raise NotImplementedError
 
-    def __enter__(self):
+    def __enter__(self: ResourceT) -> ResourceT:
         return self
 
     def __exit__(self, *exc: Any) -> None:
