@@ -146,7 +146,8 @@ def check_dlpack(comm: Communicator) -> bool:
     c = cp.from_dlpack(win.dlpack("int32"))
     via_cai = torch.from_dlpack(win.cuda_array("int32", (words // 2, 2)))
     ok = raw.dtype == torch.uint8 and raw.numel() == words * 4
-    ok = ok and raw.data_ptr() == t.data_ptr() == c.data.ptr == via_cai.data_ptr() == win.local_ptr
+    ptrs = {raw.data_ptr(), t.data_ptr(), c.data.ptr, via_cai.data_ptr()}
+    ok = ok and ptrs == {win.local_ptr}
     ok = ok and t.device.index == comm.cuda_device and c.device.id == comm.cuda_device
     t.fill_(comm.rank + 7)
     torch.cuda.synchronize()
