@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from . import _abi, _lib
 from ._convert import INT, POINTER, SIZE_T, UINT64, to_c
 from .devcomm import CCODevCommRequirements, DevComm
-from .errors import CCOError, CCOInvalidArgument, CCOInvalidUsage, error_for
+from .errors import CCOError, CCOInternalError, CCOInvalidArgument, CCOInvalidUsage, error_for
 from .resources import AllocatedMemory, RegisteredWindow, Resource
 from .views import PLATFORM_CUDA, PLATFORM_HOST, Region
 
@@ -93,7 +93,7 @@ class UniqueId:
     def _struct(self) -> _abi.UniqueIdStruct:
         return _abi.UniqueIdStruct.from_buffer_copy(self._raw)
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         return (UniqueId, (self._raw,))
 
     def __eq__(self, other: object) -> bool:
@@ -126,6 +126,13 @@ def _address(value: _Pointer, what: str) -> int:
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise CCOInvalidArgument(f"{what} must be an address (int) or a cco region, not {value!r}")
     return to_c(POINTER, what, value, low=0)
+
+
+def _written(out: ctypes.c_void_p) -> int:
+    """The address or handle a successful call wrote into `out`."""
+    if out.value is None:  # the library never reports success with NULL
+        raise CCOInternalError("the library reported success but wrote a NULL address")
+    return out.value
 
 
 def _stream(stream: Any) -> Optional[int]:
@@ -229,7 +236,7 @@ class Communicator:
         res = lib.ccoCommCreate(uid._struct(), nranks, rank, per_rank_vmm, ctypes.byref(out))
         if res != _lib.SUCCESS:
             raise error_for(res, _lib.last_error(None))
-        return cls(out.value)
+        return cls(_written(out))
 
     @classmethod
     def from_env(cls, per_rank_vmm: int = 0) -> "Communicator":
@@ -241,7 +248,7 @@ class Communicator:
         res = lib.ccoCommCreateFromEnv(per_rank_vmm, ctypes.byref(out))
         if res != _lib.SUCCESS:
             raise error_for(res, _lib.last_error(None))
-        return cls(out.value)
+        return cls(_written(out))
 
     # ------------------------------------------------------------ plumbing
 
@@ -399,7 +406,7 @@ class Communicator:
     def sdma_put_async(self, peer: int, dst_win: "RegisteredWindow", dst_off: int,
                        src_win: "RegisteredWindow", src_off: int, nbytes: int,
                        sig_win: Optional["RegisteredWindow"] = None, sig_off: int = 0,
-                       sig_value: int = 0, stream: int = 0) -> None:
+                       sig_value: int = 0, stream: Optional[int] = 0) -> None:
         """Enqueues a copy-engine copy of nbytes from this rank's copy of
         src_win to LSA peer `peer`'s (world rank) copy of dst_win, then the
         store of sig_value into the peer's uint64 at sig_win + sig_off,
@@ -419,7 +426,7 @@ class Communicator:
             sig_win.handle if sig_win is not None else None, sig_off, sig_value, stream))
 
     def stream_wait_signal(self, sig_win: "RegisteredWindow", sig_off: int, value: int,
-                           stream: int = 0) -> None:
+                           stream: Optional[int] = 0) -> None:
         """Makes `stream` wait until this rank's uint64 at sig_win + sig_off
         reaches value (ccoStreamWaitSignal); the host platform waits here."""
         self._check_alive()
@@ -466,7 +473,7 @@ class Communicator:
         size = to_c(SIZE_T, "size", size, low=1)
         out = ctypes.c_void_p()
         self._check(self._lib.ccoMemAlloc(self._h, size, ctypes.byref(out)))
-        mem = AllocatedMemory(self, out.value, size)
+        mem = AllocatedMemory(self, _written(out), size)
         self._track(mem)
         return mem
 
@@ -495,7 +502,7 @@ class Communicator:
         size = to_c(SIZE_T, "size", size, low=1)
         out = ctypes.c_void_p()
         self._check(self._lib.ccoMemImport(self._h, ext_ptr, size, ctypes.byref(out)))
-        mem = AllocatedMemory(self, out.value, size, imported=True, source_ptr=ext_ptr,
+        mem = AllocatedMemory(self, _written(out), size, imported=True, source_ptr=ext_ptr,
                               keepalive=keepalive)
         self._track(mem)
         return mem
@@ -518,7 +525,7 @@ class Communicator:
                 memory = self._allocs.get(address)
         out = ctypes.c_void_p()
         self._check(self._lib.ccoWindowRegister(self._h, address, size, ctypes.byref(out)))
-        win = RegisteredWindow(self, out.value, address, size, memory=memory)
+        win = RegisteredWindow(self, _written(out), address, size, memory=memory)
         self._track(win)
         return win
 
@@ -530,7 +537,7 @@ class Communicator:
         win, local = ctypes.c_void_p(), ctypes.c_void_p()
         self._check(self._lib.ccoWindowRegisterAlloc(self._h, size, ctypes.byref(win),
                                                      ctypes.byref(local)))
-        window = RegisteredWindow(self, win.value, local.value, size, owns="alloc")
+        window = RegisteredWindow(self, _written(win), _written(local), size, owns="alloc")
         self._track(window)
         return window
 
@@ -546,7 +553,7 @@ class Communicator:
         win, local = ctypes.c_void_p(), ctypes.c_void_p()
         self._check(self._lib.ccoWindowRegisterExternal(self._h, ptr, nbytes, ctypes.byref(win),
                                                         ctypes.byref(local)))
-        window = RegisteredWindow(self, win.value, local.value, nbytes, owns="external",
+        window = RegisteredWindow(self, _written(win), _written(local), nbytes, owns="external",
                                   keepalive=keepalive)
         self._track(window)
         return window
@@ -582,7 +589,7 @@ class Communicator:
         peer = to_c(INT, "peer", peer, low=0, high=self._size - 1)
         out = ctypes.c_void_p()
         self._check(self._lib.ccoGetPeerPtr(self._h, address, peer, ctypes.byref(out)))
-        return out.value
+        return _written(out)
 
     # ------------------------------------------------ device communicators
 
@@ -603,7 +610,7 @@ class Communicator:
             detail = _lib.last_error(self._h)
             self._lib.ccoDevCommDestroy(self._h, ctypes.byref(struct))
             raise error_for(res, detail)
-        dc = DevComm(self, struct, dptr.value)
+        dc = DevComm(self, struct, _written(dptr))
         self._track(dc)
         return dc
 

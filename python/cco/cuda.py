@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 from . import _checkout, _lib
 from .errors import CCOUnsupported
@@ -69,14 +69,14 @@ def nvrtc_options(extra: Sequence[str] = ()) -> Tuple[str, ...]:
     return tuple(opts) + tuple(extra)
 
 
-def raw_kernel(source: str, name: str, options: Sequence[str] = ()):
+def raw_kernel(source: str, name: str, options: Sequence[str] = ()) -> Any:
     """A ``cupy.RawKernel`` compiled with :func:`nvrtc_options`."""
     import cupy
 
     return cupy.RawKernel(source, name, options=nvrtc_options(options))
 
 
-def raw_module(source: str, options: Sequence[str] = ()):
+def raw_module(source: str, options: Sequence[str] = ()) -> Any:
     """A ``cupy.RawModule`` compiled with :func:`nvrtc_options`."""
     import cupy
 

@@ -67,7 +67,7 @@ REQUIREMENT_DEFAULTS: Dict[str, int] = {
     "barrier_count": 0,
 }
 
-_C_NAMES = {name for name, _ in DevCommRequirementsStruct._fields_}
+_C_NAMES = {field[0] for field in DevCommRequirementsStruct._fields_}
 
 
 class CCODevCommRequirements(DevCommRequirementsStruct):
@@ -105,7 +105,7 @@ class CCODevCommRequirements(DevCommRequirementsStruct):
             return NotImplemented
         return bytes(self) == bytes(other)
 
-    __hash__ = None  # mutable
+    __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k}={v}" for k, v in self.as_dict().items())

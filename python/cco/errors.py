@@ -14,7 +14,7 @@ and an ``OverflowError`` (what Python's own conversions raise for it).
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple, Type
+from typing import Any, Dict, Tuple, Type
 
 # This module imports nothing of the package: cco._lib imports it (to raise
 # these classes), so an import back would be a cycle.
@@ -50,7 +50,7 @@ class CCOError(Exception):
         text = f"{self.c_name} ({self.code}): {self.description}"
         super().__init__(f"{text}: {detail}" if detail else text)
 
-    def __reduce__(self):  # picklable across multiprocessing
+    def __reduce__(self) -> Tuple[Any, ...]:  # picklable across multiprocessing
         return (type(self), (self.detail, self.code))
 
 

@@ -15,7 +15,7 @@ The examples use it so that one file runs under all of them.
 from __future__ import annotations
 
 import os
-from typing import Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from .communicator import Communicator, UniqueId
 
@@ -72,7 +72,7 @@ def broadcast_unique_id(launcher: Optional[str] = None) -> UniqueId:
         if not dist.is_initialized():
             dist.init_process_group("gloo")
             _created_torch_group = True
-        box = [uid]
+        box: List[Any] = [uid]  # rank 0's id, on every rank once broadcast
         dist.broadcast_object_list(box, src=0)
         return box[0]
     assert uid is not None

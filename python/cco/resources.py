@@ -11,7 +11,7 @@ releases only what is still alive, so it never raises for that.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple, TypeVar
 
 from ._abi import WindowDeviceStruct
 from ._convert import SIZE_T, to_c
@@ -20,6 +20,8 @@ from .views import MemoryRegion, Region
 
 if TYPE_CHECKING:  # pragma: no cover
     from .communicator import Communicator
+
+ResourceT = TypeVar("ResourceT", bound="Resource")
 
 
 class Resource:
@@ -52,7 +54,7 @@ class Resource:
         """Releases the resource now (what free/deregister/destroy call)."""
         raise NotImplementedError
 
-    def __enter__(self):
+    def __enter__(self: ResourceT) -> ResourceT:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -89,6 +91,9 @@ class AllocatedMemory(Resource, Region):
 
     def _view_target(self) -> Tuple[int, int, str]:
         return self.ptr, self.size, self._comm.platform
+
+    def _cuda_device(self) -> Optional[int]:
+        return self._comm.cuda_device
 
     def _release_c(self) -> int:
         return self._comm._lib.ccoMemFree(self._comm._h, self._ptr)
@@ -152,6 +157,9 @@ class RegisteredWindow(Resource, Region):
 
     def _view_target(self) -> Tuple[int, int, str]:
         return self.local_ptr, self.size, self._comm.platform
+
+    def _cuda_device(self) -> Optional[int]:
+        return self._comm.cuda_device
 
     def _release_c(self) -> int:
         return self._comm._lib.ccoWindowDeregister(self._comm._h, self._handle)

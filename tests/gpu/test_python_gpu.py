@@ -6,7 +6,8 @@ under MPS (or one GPU per rank):
     (with another build: ccorun -n 4 -x CCO_LIBRARY=/path/to/libcco.so python3 ...)
 
 Every rank runs the same checks in the same order (most are collective):
-torch tensors and cupy arrays on windows and on peers' copies, the device
+torch tensors and cupy arrays on windows and on peers' copies, the same
+through DLPack (torch.from_dlpack and cupy.from_dlpack), the device
 communicator's device copy, a cupy kernel doing an LSA put, a torch
 symmetric-memory tensor imported as a window, torch allocations routed into
 symmetric memory by the pluggable allocator pool, and the three examples
@@ -14,6 +15,7 @@ symmetric memory by the pluggable allocator pool, and the three examples
 prints its failures; rank 0 prints "test_python_gpu: N passed, N failed"
 for the whole job. Needs torch, cupy and numpy.
 """
+import gc
 import hashlib
 import os
 import re
@@ -128,6 +130,45 @@ def check_cupy_on_windows(comm: Communicator) -> bool:
     comm.barrier()
     win.deregister()
     mem.free()
+    return ok
+
+
+def check_dlpack(comm: Communicator) -> bool:
+    """torch.from_dlpack and cupy.from_dlpack of a window, and of a peer's
+    copy, alias the device memory; the exported tensors are released with
+    the arrays."""
+    words = 1 << 16
+    before = cco.dlpack.live_exports()
+    win = comm.register_window_alloc(words * 4)
+    assert win.__dlpack_device__() == (2, comm.cuda_device)
+    raw = torch.from_dlpack(win)  # the window itself: flat uint8
+    t = torch.from_dlpack(win.dlpack("int32"))
+    c = cp.from_dlpack(win.dlpack("int32"))
+    via_cai = torch.from_dlpack(win.cuda_array("int32", (words // 2, 2)))
+    ok = raw.dtype == torch.uint8 and raw.numel() == words * 4
+    ptrs = {raw.data_ptr(), t.data_ptr(), c.data.ptr, via_cai.data_ptr()}
+    ok = ok and ptrs == {win.local_ptr}
+    ok = ok and t.device.index == comm.cuda_device and c.device.id == comm.cuda_device
+    t.fill_(comm.rank + 7)
+    torch.cuda.synchronize()
+    ok = ok and bool((c == comm.rank + 7).all())  # torch's stores, read by cupy
+    c[:] = -1
+    cp.cuda.Device().synchronize()
+    ok = ok and int(t.sum()) == -words and int(via_cai[0, 1]) == -1
+    comm.barrier()
+    peers = lsa_peers(comm)
+    right = peers[(comm.lsa_rank + 1) % comm.lsa_size]
+    to_right = torch.from_dlpack(win.peer(right).dlpack("int32"))
+    to_right[comm.rank] = comm.rank + 100  # into the right neighbour's memory
+    torch.cuda.synchronize()
+    comm.barrier()
+    left = peers[(comm.lsa_rank - 1) % comm.lsa_size]
+    ok = ok and int(t[left]) == left + 100
+    comm.barrier()
+    del raw, t, c, via_cai, to_right
+    gc.collect()
+    ok = ok and cco.dlpack.live_exports() == before  # every consumer called the deleter
+    win.deregister()
     return ok
 
 
@@ -266,6 +307,8 @@ def main() -> int:
                 lambda: comm.cuda_device == torch.cuda.current_device())
         r.check("torch tensors on a window and on peers' copies", lambda: check_torch_on_windows(comm))
         r.check("cupy arrays on a window and on peers' copies", lambda: check_cupy_on_windows(comm))
+        r.check("DLPack: torch.from_dlpack and cupy.from_dlpack alias windows and peers' copies",
+                lambda: check_dlpack(comm))
         r.check("device communicator copy (dc.ptr) equals the struct", lambda: check_dev_comm_copy(comm))
         r.check("cupy kernel: LSA put + device LSA barrier", lambda: check_cupy_kernel_lsa_put(comm))
         r.check("torch symmetric-memory tensor as an external window",
