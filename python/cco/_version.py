@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from . import _checkout
 
+__all__ = ["__version__"]
+
 try:
     from ._build_version import version as __version__  # type: ignore[import-not-found]
 except ImportError:
