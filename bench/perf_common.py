@@ -50,13 +50,16 @@ def int_arg(low: int, high: int):
 def add_sweep_args(parser: argparse.ArgumentParser, sizes: bool = True) -> None:
     """-b/-e/-f/-i (when sizes) and -n/-w, each None when left out."""
     if sizes:
-        parser.add_argument("-b", "--minbytes", type=size_arg, help="smallest size (K, M, G suffixes)")
-        parser.add_argument("-e", "--maxbytes", type=size_arg, help="largest size")
+        parser.add_argument("-b", "--minbytes", type=size_arg, metavar="SIZE",
+                            help="smallest size (K, M, G suffixes: powers of 1024)")
+        parser.add_argument("-e", "--maxbytes", type=size_arg, metavar="SIZE", help="largest size")
         step = parser.add_mutually_exclusive_group()
-        step.add_argument("-f", "--stepfactor", type=int_arg(2, 1024), help="multiply the size by N each step")
-        step.add_argument("-i", "--stepbytes", type=size_arg, help="add SIZE each step instead")
-    parser.add_argument("-n", "--iters", type=int_arg(1, 10**9), help="timed iterations of each measurement")
-    parser.add_argument("-w", "--warmup", type=int_arg(0, 10**9), help="warm-up iterations")
+        step.add_argument("-f", "--stepfactor", type=int_arg(2, 1024), metavar="N",
+                          help="multiply the size by N each step")
+        step.add_argument("-i", "--stepbytes", type=size_arg, metavar="SIZE", help="add SIZE each step instead")
+    parser.add_argument("-n", "--iters", type=int_arg(1, 10**9), metavar="N",
+                        help="timed iterations of each measurement")
+    parser.add_argument("-w", "--warmup", type=int_arg(0, 10**9), metavar="N", help="warm-up iterations")
 
 
 def check_sweep_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
