@@ -52,8 +52,9 @@ test-clang: deps
 	@cmake --build $(BUILD)-clang -j $(JOBS)
 	cd $(BUILD)-clang && $(CTEST) -L unit
 
+# The CPU benchmark through the perf driver (docs/perf.md); GPU machines: tests/gpu/gpu_machine.sh.
 bench: build
-	$(BUILD)/bin/cco-bench-bootstrap 16
+	python3 bench/cco_perf.py bootstrap --bin $(BUILD)/bin -o $(BUILD)/bench/bootstrap.jsonl
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-clang

@@ -138,24 +138,35 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     ap.add_argument("--python", metavar="PATH", default=sys.executable, help="interpreter for python and nccl")
     ap.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
     args = ap.parse_args(argv)
-    check_sweep_args(ap, args)
     args.own = own
     args.bin = os.path.abspath(args.bin)
     if args.date is None:
         args.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+    check_args(ap, args)
+    return args
+
+
+def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What the types alone cannot check: sizes, names and counts against each benchmark."""
+    check_sweep_args(ap, args)
+    names = sorted({run.name for run in SETS[args.bench]()}) if args.bench in SETS else [args.bench]
+    if args.ref and args.bench in BENCHES and BENCHES[args.bench].reference:
+        names.append(BENCHES[args.bench].reference)
+    for name in names:
+        align = BENCHES[name].size_align
+        for opt, value in (("-b", args.minbytes), ("-e", args.maxbytes), ("-i", args.stepbytes)):
+            if value is not None and value % align:
+                ap.error(f"{opt}: {name} takes multiples of {align} bytes, not {value}")
     if args.bench in SETS:
         for opt, given in (("--op", args.op), ("--ranks", args.ranks), ("--ref", args.ref),
-                           ("--virtual-hosts", args.virtual_hosts != 1), ("options after --", own)):
+                           ("--virtual-hosts", args.virtual_hosts != 1), ("options after --", args.own)):
             if given:
                 ap.error(f"{opt} goes with one benchmark, not the set '{args.bench}'")
-        return args
+        return
     bench = BENCHES[args.bench]
     if not bench.sizes and any(v is not None for v in (args.minbytes, args.maxbytes, args.stepfactor,
                                                         args.stepbytes)):
         ap.error(f"{args.bench} takes no sizes (-b/-e/-f/-i)")
-    for opt, value in (("-b", args.minbytes), ("-e", args.maxbytes), ("-i", args.stepbytes)):
-        if value is not None and value % bench.size_align:
-            ap.error(f"{opt}: {args.bench} takes multiples of {bench.size_align} bytes, not {value}")
     if not bench.warmup and args.warmup is not None:
         ap.error(f"{args.bench} takes no -w")
     if args.op is not None:
@@ -175,7 +186,6 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
             ap.error(f"--virtual-hosts {args.virtual_hosts} is more than {n} ranks")
     if args.bench == "gda" and args.op and "barrier" in args.op and args.virtual_hosts != 2:
         ap.error("gda --op barrier measures between two hosts: add --virtual-hosts 2")
-    return args
 
 
 def plan(args: argparse.Namespace) -> List[Run]:
