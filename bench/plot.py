@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """plot.py: one PNG per figure of the benchmarks' JSON lines (docs/perf.md).
 
-    bench/plot.py RESULTS.jsonl... -o DIR [--prefix plots/]
+    bench/plot.py RESULTS.jsonl... -o DIR [--prefix plots/] [--suffix NAME]
 
 A figure is one measurement ("op", plus what tells its variants apart:
 writers, burst, doorbell, ...) on one machine, drawn against bytes (log2)
 when the lines sweep sizes and against ranks otherwise, one figure per rank
 count or size held fixed. cco's line (ref null) is solid; each reference
 measured in the same run (cudaMemcpy, NCCL, NVSHMEM, the raw engine, ...) is
-dashed beside it. The title names the machine and the date. On stdout, one
-Markdown image line per PNG written, to paste into bench/RESULTS.md.
+dashed beside it (a lone value with nothing beside it is not drawn). The
+title names the machine and the date; figures of a
+second machine in the same input get "_m1" (and so on) in their file names.
+On stdout, one Markdown image line per PNG written, to paste into
+bench/RESULTS.md.
 
 Needs matplotlib (imported only once the lines are read).
 """
@@ -102,13 +105,15 @@ def series(members: List[dict]) -> Dict[str, List[dict]]:
     return out
 
 
-def file_name(fam: Tuple, fixed, x: str, machine_index: int) -> str:
+def file_name(fam: Tuple, fixed, x: str, machine_index: int, suffix: str) -> str:
     _, op, _, extras = fam
     parts = [op] + list(extras)
     if fixed is not None:
         parts.append(f"{fixed}ranks" if x == "bytes" else size_text(fixed, "iB"))
-    if machine_index:
+    if machine_index:  # the same figure of a second machine must not overwrite the first
         parts.append(f"m{machine_index}")
+    if suffix:
+        parts.append(suffix)
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", "_".join(parts)).strip("-") + ".png"
 
 
@@ -158,6 +163,7 @@ def main(argv: List[str]) -> int:
     ap.add_argument("files", nargs="+", metavar="RESULTS.jsonl", help="JSON lines of cco_perf.py or a benchmark")
     ap.add_argument("-o", "--outdir", required=True, metavar="DIR", help="where the PNGs go (made if missing)")
     ap.add_argument("--prefix", default="plots/", help="path before each file name in the Markdown lines")
+    ap.add_argument("--suffix", default="", help="added to every file name (say, the machine: h200)")
     args = ap.parse_args(argv)
     for path in args.files:
         if not os.path.isfile(path):
@@ -177,7 +183,9 @@ def main(argv: List[str]) -> int:
     os.makedirs(args.outdir, exist_ok=True)
     machines = list(OrderedDict.fromkeys(m.get("machine", "") for m in lines))
     for (fam, fixed), (x, members) in figures(lines).items():
-        name = file_name(fam, fixed, x, machines.index(fam[0]))
+        if len(members) == 1:  # one number alone is no figure
+            continue
+        name = file_name(fam, fixed, x, machines.index(fam[0]), args.suffix)
         subject = draw(plt, fam, fixed, x, members, os.path.join(args.outdir, name))
         print(f"![{subject}]({args.prefix}{name})")
     return 0
