@@ -18,10 +18,12 @@
 // Exit status of a benchmark that cannot run here (the test suite's "skipped").
 #define BENCH_NO_GPU_EXIT 77
 
-// Called first thing after the arguments: on a machine without the NVIDIA
-// driver the runtime's own words ("CUDA driver version is insufficient for
-// CUDA runtime version") hide the cause, so say it plainly and exit 77.
-// cudaDriverGetVersion reports 0 when libcuda.so.1 cannot be loaded.
+// Called first thing after the arguments (and after setting what the driver
+// reads when it starts, such as CUDA_MODULE_LOADING): on a machine without
+// the NVIDIA driver the runtime's own words ("CUDA driver version is
+// insufficient for CUDA runtime version") hide the cause, so say it plainly
+// and exit 77. cudaDriverGetVersion reports 0 when libcuda.so.1 cannot be
+// loaded.
 static inline void bench_require_gpu(const char* program) {
   int driver = 0, runtime = 0, gpus = 0;
   cudaDriverGetVersion(&driver);

@@ -464,8 +464,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   bench_sweep sw = bench_args_sweep(&a, MiB, 64 * MiB, 4);
+  // Kernels wait on the proxy (docs/sdma.md); set before the driver starts, in bench_require_gpu.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   bench_require_gpu(a.program);
-  setenv("CUDA_MODULE_LOADING", "EAGER", 0); // kernels wait on the proxy; see docs/sdma.md
   CUDA_OK(pick_rank_device());
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
   gda_bench b;

@@ -298,13 +298,14 @@ int main(int argc, char** argv) {
   int rc = bench_args_parse(&a, argc, argv);
   if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
   bench_sweep sw = bench_args_sweep(&a, 1024, 1u << 30, 4);
-  bench_require_gpu(a.program);
-  setenv("CCO_PLATFORM", "cuda", 1);
   // Kernels here wait for work of kernels launched after them. With lazy
   // module loading (CUDA's default) the first launch of a kernel loads it,
   // and loading waits for the running kernels: the waiter would starve the
-  // launch it waits for. Load every kernel at start instead.
+  // launch it waits for. Load every kernel at start instead (set before the
+  // driver starts, in bench_require_gpu).
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  bench_require_gpu(a.program);
+  setenv("CCO_PLATFORM", "cuda", 1);
   CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0));
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
