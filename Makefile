@@ -54,8 +54,9 @@ test-clang: deps
 	@cmake --build $(BUILD)-clang -j $(JOBS)
 	cd $(BUILD)-clang && $(CTEST) -L unit
 
+# The CPU benchmark through the perf driver (docs/perf.md); GPU machines: tests/gpu/gpu_machine.sh.
 bench: build
-	$(BUILD)/bin/cco-bench-bootstrap 16
+	python3 bench/cco_perf.py bootstrap --bin $(BUILD)/bin -o $(BUILD)/bench/bootstrap.jsonl
 
 # Builds only what is installed (cco_dist), not the tests and examples.
 PREFIX ?= /usr/local

@@ -1,12 +1,12 @@
 /*
  * Bootstrap benchmark: communicator create+destroy time and host barrier
- * latency for 2..16 local ranks (processes), each next to the raw loopback
- * TCP one-way latency measured in the same run (the floor of one barrier
- * round).
+ * latency for several local rank counts (processes it forks itself), each
+ * next to the raw loopback TCP one-way latency measured in the same run
+ * (the floor of one barrier round).
  *
- *   cco-bench-bootstrap [maxRanks] [createReps] [barrierIters]
+ *   cco-bench-bootstrap [--ranks 2,4,8,16] [--reps 15] [-n 5000] [-w 500]
  *
- * Prints one JSON line per measurement.
+ * One JSON line per measurement (bench_json.h); --help lists the options.
  */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
+#include "bench_json.h"
 #include "cco/cco.h"
 
 static double now_s(void) {
@@ -82,7 +84,8 @@ typedef struct {
   double barrierUs;
 } rank_result;
 
-static int rank_main(int rank, int nRanks, const ccoUniqueId* ids, int reps, int iters, int out) {
+static int rank_main(int rank, int nRanks, const ccoUniqueId* ids, int reps, long long warmup, long long iters,
+                     int out) {
   rank_result res;
   memset(&res, 0, sizeof(res));
   ccoComm* comm = NULL;
@@ -97,17 +100,17 @@ static int rank_main(int rank, int nRanks, const ccoUniqueId* ids, int reps, int
     res.createMs[r] = (t1 - t0) * 1e3;
     res.destroyMs[r] = (now_s() - t2) * 1e3;
   }
-  for (int i = 0; i < 500; i++)
+  for (long long i = 0; i < warmup; i++)
     if (ccoBarrierAll(comm) != ccoSuccess) return 1;
   double t0 = now_s();
-  for (int i = 0; i < iters; i++)
+  for (long long i = 0; i < iters; i++)
     if (ccoBarrierAll(comm) != ccoSuccess) return 1;
   res.barrierUs = (now_s() - t0) * 1e6 / iters;
   ccoCommDestroy(comm);
   return write(out, &res, sizeof(res)) == (ssize_t)sizeof(res) ? 0 : 1;
 }
 
-static int run(int nRanks, int reps, int iters, double refUs) {
+static int run(int nRanks, int reps, long long warmup, long long iters, double refUs) {
   ccoUniqueId ids[64];
   for (int r = 0; r < reps; r++)
     if (ccoGetUniqueId(&ids[r]) != ccoSuccess) return 1;
@@ -116,7 +119,7 @@ static int run(int nRanks, int reps, int iters, double refUs) {
   for (int i = 0; i < nRanks; i++) {
     if (pipe(pipes[i])) return 1;
     pids[i] = fork();
-    if (pids[i] == 0) _exit(rank_main(i, nRanks, ids, reps, iters, pipes[i][1]));
+    if (pids[i] == 0) _exit(rank_main(i, nRanks, ids, reps, warmup, iters, pipes[i][1]));
     close(pipes[i][1]);
   }
   rank_result all[64];
@@ -146,28 +149,51 @@ static int run(int nRanks, int reps, int iters, double refUs) {
   int rounds = 0;
   while ((1 << rounds) < nRanks) rounds++;
   double cmed = median(create, reps), dmed = median(destroy, reps);
-  printf("{\"bench\":\"comm_create\",\"ranks\":%d,\"median_ms\":%.3f,\"reps\":%d,"
-         "\"destroy_median_ms\":%.3f}\n",
-         nRanks, cmed, reps, dmed);
-  printf("{\"bench\":\"host_barrier\",\"ranks\":%d,\"us\":%.2f,\"rounds\":%d,"
-         "\"ref_tcp_oneway_us\":%.2f,\"ratio_to_rounds_x_ref\":%.2f}\n",
-         nRanks, barrier, rounds, refUs, rounds ? barrier / (rounds * refUs) : 0.0);
-  fflush(stdout);
+  bench_line l;
+  bench_line_start(&l, "bootstrap", "comm_create", BENCH_NO_BYTES, nRanks, reps);
+  bench_line_emit(&l, "ms", cmed, NULL);
+  bench_line_start(&l, "bootstrap", "comm_destroy", BENCH_NO_BYTES, nRanks, reps);
+  bench_line_emit(&l, "ms", dmed, NULL);
+  /* A dissemination barrier needs `rounds` one-way trips: that is its floor. */
+  bench_line_start(&l, "bootstrap", "host_barrier", BENCH_NO_BYTES, nRanks, iters);
+  bench_line_int(&l, "warmup", warmup);
+  bench_line_int(&l, "rounds", rounds);
+  bench_line_emit(&l, "us", barrier, NULL);
+  bench_line_emit(&l, "us", rounds * refUs, "tcp_oneway_x_rounds");
   return 0;
 }
 
 int main(int argc, char** argv) {
-  int maxRanks = argc > 1 ? atoi(argv[1]) : 16;
-  int reps = argc > 2 ? atoi(argv[2]) : 15;
-  int iters = argc > 3 ? atoi(argv[3]) : 5000;
-  if (maxRanks < 2 || maxRanks > 64 || reps < 1 || reps > 64 || iters < 1) {
-    fprintf(stderr, "usage: cco-bench-bootstrap [maxRanks 2..64] [createReps 1..64] [iters]\n");
-    return 2;
+  bench_opt opts[] = {
+      {.name = "ranks", .kind = BENCH_OPT_LIST, .min = 2, .max = 64, .help = "rank counts, each a job of its own"},
+      {.name = "reps", .kind = BENCH_OPT_INT, .min = 1, .max = 64, .help = "creations timed per rank count",
+       .value = 15},
+  };
+  bench_args a = {0};
+  a.program = "cco-bench-bootstrap";
+  a.about = "Communicator create/destroy time and host barrier latency, beside loopback TCP's one-way latency.";
+  a.takes = BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
+  a.opts = opts;
+  a.nOpts = 2;
+  a.defaults = "--ranks 2,4,8,16, -n 5000 barriers after -w 500; the TCP reference takes 4 x n round trips";
+  int rc = bench_args_parse(&a, argc, argv);
+  if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
+  static const long long defaultRanks[] = {2, 4, 8, 16};
+  const long long* ranks = opts[0].set ? opts[0].list : defaultRanks;
+  int nSteps = opts[0].set ? opts[0].count : 4;
+  long long iters = bench_args_iters(&a, 5000), warmup = bench_args_warmup(&a, 500);
+  /* 20,000 round trips with the defaults: enough for a steady median on a busy machine. */
+  long long refIters = 4 * iters < 1000 ? 1000 : 4 * iters > 1000000 ? 1000000 : 4 * iters;
+  double refUs = raw_tcp_oneway_us((int)refIters);
+  if (refUs < 0) {
+    fprintf(stderr, "cco-bench-bootstrap: the loopback TCP reference failed\n");
+    return 1;
   }
-  double refUs = raw_tcp_oneway_us(20000);
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  printf("{\"bench\":\"ref_tcp_loopback\",\"oneway_us\":%.2f,\"cpus\":%ld}\n", refUs, cpus);
-  int rc = 0;
-  for (int n = 2; n <= maxRanks && !rc; n *= 2) rc = run(n, reps, iters, refUs);
+  bench_line l;
+  bench_line_start(&l, "bootstrap", "tcp_oneway", 16, 2, refIters);
+  bench_line_int(&l, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+  bench_line_emit(&l, "us", refUs, "tcp_loopback");
+  rc = 0;
+  for (int i = 0; i < nSteps && !rc; i++) rc = run((int)ranks[i], (int)opts[1].value, warmup, iters, refUs);
   return rc;
 }

@@ -1,5 +1,6 @@
-// Pieces shared by the CUDA benchmarks: error checks, timing, medians, and
-// the SM copy loop they all measure against cudaMemcpy.
+// Pieces shared by the CUDA benchmarks: the GPU check, error checks, timing,
+// medians, and the SM copy loop they all measure against cudaMemcpy. The
+// command line and the JSON lines are bench_args.h and bench_json.h.
 #ifndef CCO_BENCH_COMMON_CUH_
 #define CCO_BENCH_COMMON_CUH_
 
@@ -9,8 +10,43 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_args.h"
+#include "bench_json.h"
 #include "cco/cco.h"
 #include "../tests/gpu/gpu_device.cuh"
+
+// Exit status of a benchmark that cannot run here (the test suite's "skipped").
+#define BENCH_NO_GPU_EXIT 77
+
+// Called first thing after the arguments (and after setting what the driver
+// reads when it starts, such as CUDA_MODULE_LOADING): on a machine without
+// the NVIDIA driver the runtime's own words ("CUDA driver version is
+// insufficient for CUDA runtime version") hide the cause, so say it plainly
+// and exit 77. cudaDriverGetVersion reports 0 when libcuda.so.1 cannot be
+// loaded.
+static inline void bench_require_gpu(const char* program) {
+  int driver = 0, runtime = 0, gpus = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  if (driver == 0) {
+    fprintf(stderr, "%s: no GPU driver here\n", program);
+    exit(BENCH_NO_GPU_EXIT);
+  }
+  cudaError_t e = cudaGetDeviceCount(&gpus);
+  if (e == cudaErrorInsufficientDriver) {
+    fprintf(stderr, "%s: the GPU driver (CUDA %d.%d) is older than this program's CUDA runtime (%d.%d)\n", program,
+            driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    exit(BENCH_NO_GPU_EXIT);
+  }
+  if (e == cudaErrorNoDevice || (e == cudaSuccess && gpus < 1)) {
+    fprintf(stderr, "%s: no GPU here (the driver sees none)\n", program);
+    exit(BENCH_NO_GPU_EXIT);
+  }
+  if (e != cudaSuccess) {
+    fprintf(stderr, "%s: cannot use the GPU: %s\n", program, cudaGetErrorString(e));
+    exit(1);
+  }
+}
 
 // Needs a `comm` (ccoComm*) in scope for the detail string.
 #define CCO_OK(call)                                                                         \

@@ -2,26 +2,33 @@
 // ranks are GDA peers over the network engine's loopback), each figure next
 // to its reference measured in the same run:
 //
-//   ccorun -n 2 cco-bench-gda [overhead|bw|latency|rate]...   (default: all;
-//                              under MPS when both ranks share a GPU)
+//   ccorun -n 2 cco-bench-gda [-b 1M] [-e 64M] [-f 4] [-n N] [-w N] [--depth 4096]
+//                             [overhead] [bw] [latency] [rate]   (default: all; under
+//                              MPS when both ranks share a GPU)
 //   ccorun -n 2 --virtual-hosts 2 cco-bench-gda barrier
 //
-// - proxy overhead: a zero-byte put + flush round trip issued by a kernel,
-//   against the raw round trip kernel -> host-mapped word -> host thread ->
-//   host-mapped word -> kernel (the least any proxy can cost); goal <= 2x;
-// - put bandwidth from a kernel (GPU windows, staged path on a provider
-//   without FI_HMEM) against the same provider driven directly from the host
-//   between host buffers (the network engine cco uses, no GPU): goal >= 0.9x;
-// - latency: 8-byte put + signal ping-pong between kernels, against an
-//   8-byte write ping-pong of the raw engine between host threads;
-// - messages per second of 8-byte put-values from a block of 256 threads
-//   (independent thread mode), Immediate and Deferred doorbells, against
-//   8-byte writes of the raw engine from the host;
-// - barrier (two hosts, one rank each): the GDA barrier and the world
-//   barrier (LSA, rail GDA, LSA) from a block, per sync, against the 8-byte
-//   write half round trip of the raw engine (a barrier of two needs one
-//   one-way trip each way, at the same time).
-// Prints one JSON object per figure.
+// - overhead (op gda_proxy_overhead): a zero-byte put + flush round trip
+//   issued by a kernel, -n times (2000) after -w (100), against the raw round
+//   trip kernel -> host-mapped word -> host thread -> host-mapped word ->
+//   kernel (the least any proxy can cost); goal <= 2x;
+// - bw (op gda_put): put bandwidth from a kernel per size (GPU windows,
+//   staged path on a provider without FI_HMEM), -n puts (default 512 MiB /
+//   size, at most 65536) after -w (1), against the same provider driven
+//   directly from the host between host buffers (the network engine cco
+//   uses, no GPU): goal >= 0.9x;
+// - latency (op gda_latency): 8-byte put + signal ping-pong between kernels,
+//   -n round trips (1000) after -w (100), against an 8-byte write ping-pong
+//   of the raw engine between host threads;
+// - rate (op gda_put_value_rate): messages per second of 8-byte put-values
+//   from a block of 256 threads (independent thread mode), -n per thread
+//   (64) after -w (4), Immediate and Deferred doorbells, against 8-byte
+//   writes of the raw engine from the host;
+// - barrier (ops gda_barrier, world_barrier; two hosts, one rank each): the
+//   GDA barrier and the world barrier (LSA, rail GDA, LSA) from a block, per
+//   sync, -n syncs (2000) after -w (100), against the 8-byte write half
+//   round trip of the raw engine (a barrier of two needs one one-way trip
+//   each way, at the same time).
+// One JSON line per measurement (bench_json.h).
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,14 +40,10 @@ extern "C" {
 }
 
 #define MiB (1ull << 20)
-#define WIN_BYTES (256ull * MiB)
-// Raw engine buffer: source [0, 64 MiB), destination [64, 128 MiB), control words after.
-#define RAW_DST (64ull * MiB)
-#define RAW_CTRL (128ull * MiB)
-#define RAW_BYTES (RAW_CTRL + 65536)
 
 static ccoComm* comm;
 static int rank;
+static const char* const kOps[] = {"overhead", "bw", "latency", "rate", "barrier", NULL};
 
 __device__ static uint64_t dev_now(void) { return cco_impl_clock_ns(); }
 
@@ -66,10 +69,11 @@ __global__ void barrier_loop(ccoDevComm dc, int world, int iters, unsigned long 
 
 // ------------------------------------------------------------ proxy overhead
 
-__global__ void put_flush_loop(ccoDevComm dc, ccoWindow_t win, int peer, int iters, unsigned long long* ns) {
+__global__ void put_flush_loop(ccoDevComm dc, ccoWindow_t win, int peer, int warm, int iters,
+                               unsigned long long* ns) {
   ccoGda g = ccoGdaHandle(&dc, 0, ccoGdaDoorbellImmediate);
-  uint64_t t0 = 0;
-  for (int i = -100; i < iters; i++) { // 100 warm-up rounds
+  uint64_t t0 = dev_now();
+  for (int i = -warm; i < iters; i++) {
     if (i == 0) t0 = dev_now();
     ccoGdaPut(&g, peer, win, 0, win, 0, 0, ccoGdaSigNone(), CCO_GDA_NO_COUNTER, ccoCoopThread, ccoGdaThreadAggregate);
     if (ccoGdaFlush(&g, ccoCoopThread) != ccoDevSuccess) return;
@@ -77,11 +81,13 @@ __global__ void put_flush_loop(ccoDevComm dc, ccoWindow_t win, int peer, int ite
   *ns = dev_now() - t0;
 }
 
-__global__ void raw_round_trip(uint64_t* toHost, const uint64_t* fromHost, int iters, unsigned long long* ns) {
-  uint64_t t0 = 0;
-  for (int i = -100; i < iters; i++) {
+// Values 1 .. warm + iters, the last one echo_main waits for.
+__global__ void raw_round_trip(uint64_t* toHost, const uint64_t* fromHost, int warm, int iters,
+                               unsigned long long* ns) {
+  uint64_t t0 = dev_now();
+  for (int i = -warm; i < iters; i++) {
     if (i == 0) t0 = dev_now();
-    uint64_t v = (uint64_t)(i + 101);
+    uint64_t v = (uint64_t)(i + warm + 1);
     ccoSignalStore(toHost, v);
     while (ccoSignalLoad(fromHost) != v) {
     }
@@ -109,10 +115,10 @@ static void* echo_main(void* p) {
 
 // ------------------------------------------------------------ bandwidth
 
-__global__ void put_burst(ccoDevComm dc, ccoWindow_t win, int peer, size_t bytes, int count) {
+__global__ void put_burst(ccoDevComm dc, ccoWindow_t win, int peer, uint64_t dstOff, size_t bytes, int count) {
   ccoGda g = ccoGdaHandle(&dc, 0, ccoGdaDoorbellImmediate);
   for (int k = 0; k < count; k++)
-    ccoGdaPut(&g, peer, win, WIN_BYTES / 2, win, 0, bytes, ccoGdaSigNone(), CCO_GDA_NO_COUNTER, ccoCoopThread,
+    ccoGdaPut(&g, peer, win, dstOff, win, 0, bytes, ccoGdaSigNone(), CCO_GDA_NO_COUNTER, ccoCoopThread,
               ccoGdaThreadAggregate);
   ccoGdaFlush(&g, ccoCoopThread);
 }
@@ -151,18 +157,23 @@ __global__ void put_values(ccoDevComm dc, ccoWindow_t win, int peer, int perThre
 
 // ------------------------------------------------------------ raw engine
 
+// Buffer: source [0, maxWrite), destination [maxWrite, 2 maxWrite), control words after.
 typedef struct {
   cco_net* net;
   cco_net_mr* mr;
   char* buf;
   size_t bytes;
+  uint64_t dstOff, ctrlOff;
   cco_net_rkey peerKey;
 } raw_engine;
 
-static void raw_open(raw_engine* r, size_t bytes) {
+static void raw_open(raw_engine* r, size_t maxWrite) {
   cco_net_config cfg;
   cco_net_config_from_env(&cfg);
   CCO_OK(cco_net_open(&cfg, &r->net));
+  r->dstOff = maxWrite;
+  r->ctrlOff = 2 * maxWrite;
+  size_t bytes = r->ctrlOff + 65536;
   r->bytes = bytes;
   r->buf = (char*)aligned_alloc(4096, bytes);
   memset(r->buf, 0, bytes);
@@ -213,14 +224,14 @@ static void raw_post(raw_engine* r, ccoResult_t (*post)(raw_engine*, void*), int
 
 static size_t g_rawLen, g_rawOff;
 static ccoResult_t raw_write_piece(raw_engine* r, void*) {
-  return cco_net_write(r->net, 1 - rank, r->buf + g_rawOff, r->mr, g_rawLen, r->peerKey, RAW_DST + g_rawOff, NULL);
+  return cco_net_write(r->net, 1 - rank, r->buf + g_rawOff, r->mr, g_rawLen, r->peerKey, r->dstOff + g_rawOff, NULL);
 }
 
 // Rank 0 writes `count` transfers of `bytes` to rank 1 (pieces of the
 // engine's largest message, all in flight), then a flag; rank 1 progresses
 // until the flag arrives. Returns rank 0's GB/s.
 static double raw_bandwidth(raw_engine* r, size_t bytes, int count) {
-  volatile uint64_t* flag = (volatile uint64_t*)(r->buf + RAW_CTRL);
+  volatile uint64_t* flag = (volatile uint64_t*)(r->buf + r->ctrlOff);
   CCO_OK(ccoBarrierAll(comm));
   double gbps = 0;
   if (rank == 0) {
@@ -235,9 +246,9 @@ static double raw_bandwidth(raw_engine* r, size_t bytes, int count) {
       }
     if (!raw_drain(r, &pending)) exit(1);
     gbps = (double)bytes * count / (bench_now_s() - t0) / 1e9;
-    uint64_t* src = (uint64_t*)(r->buf + RAW_CTRL + 64);
+    uint64_t* src = (uint64_t*)(r->buf + r->ctrlOff + 64);
     *src = (uint64_t)bytes;
-    while (cco_net_write(r->net, 1, src, r->mr, 8, r->peerKey, RAW_CTRL, NULL) == CCO_NET_BUSY) {
+    while (cco_net_write(r->net, 1, src, r->mr, 8, r->peerKey, r->ctrlOff, NULL) == CCO_NET_BUSY) {
     }
     pending = 1;
     if (!raw_drain(r, &pending)) exit(1);
@@ -253,8 +264,8 @@ static double raw_bandwidth(raw_engine* r, size_t bytes, int count) {
 
 // 8-byte write ping-pong through the raw engine; half round trip in us.
 static double raw_latency(raw_engine* r, int iters) {
-  volatile uint64_t* mine = (volatile uint64_t*)(r->buf + RAW_CTRL + 4096);
-  uint64_t* src = (uint64_t*)(r->buf + RAW_CTRL + 8192);
+  volatile uint64_t* mine = (volatile uint64_t*)(r->buf + r->ctrlOff + 4096);
+  uint64_t* src = (uint64_t*)(r->buf + r->ctrlOff + 8192);
   CCO_OK(ccoBarrierAll(comm));
   double t0 = bench_now_s();
   cco_net_completion c[64];
@@ -263,7 +274,7 @@ static double raw_latency(raw_engine* r, int iters) {
     if (rank == 1)
       while (*mine != (uint64_t)i) cco_net_progress(r->net, c, 64, &n);
     *src = (uint64_t)i;
-    while (cco_net_write(r->net, 1 - rank, src, r->mr, 8, r->peerKey, RAW_CTRL + 4096, NULL) == CCO_NET_BUSY)
+    while (cco_net_write(r->net, 1 - rank, src, r->mr, 8, r->peerKey, r->ctrlOff + 4096, NULL) == CCO_NET_BUSY)
       cco_net_progress(r->net, c, 64, &n);
     if (rank == 0)
       while (*mine != (uint64_t)i) cco_net_progress(r->net, c, 64, &n);
@@ -274,189 +285,247 @@ static double raw_latency(raw_engine* r, int iters) {
   return us;
 }
 
-static int g_argc;
-static char** g_argv;
+// Everything a figure needs.
+typedef struct {
+  ccoDevComm dc;
+  ccoWindow_t win;
+  int peer, size;
+  uint64_t landing; // where puts land in the peer's window (the window's second half)
+  const char* provider;
+  raw_engine raw;
+  unsigned long long* dNs;
+  unsigned long long* dPhases;
+  int* dStatus;
+} gda_bench;
 
-// Whether the figure was asked for (no arguments: every figure).
-static bool want(const char* what) {
-  if (g_argc < 2) return true;
-  for (int i = 1; i < g_argc; i++)
-    if (!strcmp(g_argv[i], what)) return true;
-  return false;
+static void line_start(bench_line* l, const gda_bench* b, const char* op, long long bytes, long long iters) {
+  bench_line_start(l, "gda", op, bytes, b->size, iters);
+  bench_line_str(l, "provider", b->provider);
+}
+
+static unsigned long long read_ns(const unsigned long long* dNs) {
+  unsigned long long ns = 0;
+  CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
+  return ns;
+}
+
+// Rank 0 alone.
+static void bench_overhead(gda_bench* b, int iters, int warm) {
+  put_flush_loop<<<1, 1>>>(b->dc, b->win, b->peer, warm, iters, b->dNs);
+  CUDA_OK(cudaDeviceSynchronize());
+  double gdaUs = read_ns(b->dNs) / 1e3 / iters;
+  uint64_t* words = NULL;
+  CUDA_OK(cudaHostAlloc(&words, 256, cudaHostAllocMapped));
+  memset(words, 0, 256);
+  uint64_t* dIn = NULL;
+  CUDA_OK(cudaHostGetDevicePointer(&dIn, words, 0));
+  echo_arg e = {words, words + 8, (uint64_t)warm + (uint64_t)iters};
+  pthread_t th;
+  pthread_create(&th, NULL, echo_main, &e);
+  raw_round_trip<<<1, 1>>>(dIn, dIn + 8, warm, iters, b->dNs);
+  CUDA_OK(cudaDeviceSynchronize());
+  pthread_join(th, NULL);
+  double rawUs = read_ns(b->dNs) / 1e3 / iters;
+  bench_line l;
+  line_start(&l, b, "gda_proxy_overhead", 0, iters);
+  bench_line_num(&l, "goal_ratio_max", 2.0);
+  bench_line_emit(&l, "us", gdaUs, NULL);
+  line_start(&l, b, "gda_proxy_overhead", 0, iters);
+  bench_line_emit(&l, "us", rawUs, "raw_ring_round_trip");
+  cudaFreeHost(words);
+}
+
+// GDA from a kernel, then the raw engine between host buffers.
+static void bench_bw(gda_bench* b, const bench_sweep* sw, long long iters, int warm) {
+  for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
+    long long byVolume = (long long)(512 * MiB / bytes);
+    int count = (int)(iters ? iters : byVolume < 1 ? 1 : byVolume > 65536 ? 65536 : byVolume);
+    CCO_OK(ccoBarrierAll(comm));
+    double gda = 0;
+    if (rank == 0) {
+      if (warm) put_burst<<<1, 1>>>(b->dc, b->win, b->peer, b->landing, bytes, warm);
+      CUDA_OK(cudaDeviceSynchronize());
+      double t0 = bench_now_s();
+      put_burst<<<1, 1>>>(b->dc, b->win, b->peer, b->landing, bytes, count);
+      CUDA_OK(cudaDeviceSynchronize());
+      gda = (double)bytes * count / (bench_now_s() - t0) / 1e9;
+    }
+    double ref = raw_bandwidth(&b->raw, bytes, count);
+    if (rank == 0) {
+      bench_line l;
+      line_start(&l, b, "gda_put", (long long)bytes, count);
+      bench_line_num(&l, "goal_ratio_min", 0.9);
+      bench_line_emit(&l, "GBps", gda, NULL);
+      line_start(&l, b, "gda_put", (long long)bytes, count);
+      bench_line_emit(&l, "GBps", ref, "raw_engine");
+    }
+  }
+}
+
+static void bench_latency(gda_bench* b, int iters, int warm) {
+  CCO_OK(ccoBarrierAll(comm));
+  if (warm) ping_pong<<<1, 1>>>(b->dc, b->win, b->peer, warm, rank == 0, 0, b->dNs);
+  CUDA_OK(cudaDeviceSynchronize());
+  CCO_OK(ccoBarrierAll(comm));
+  ping_pong<<<1, 1>>>(b->dc, b->win, b->peer, iters, rank == 0, (uint64_t)warm, b->dNs);
+  CUDA_OK(cudaDeviceSynchronize());
+  double gdaLat = read_ns(b->dNs) / 1e3 / iters / 2;
+  double rawLat = raw_latency(&b->raw, iters);
+  if (rank == 0) {
+    bench_line l;
+    line_start(&l, b, "gda_latency", 8, iters);
+    bench_line_emit(&l, "us", gdaLat, NULL);
+    line_start(&l, b, "gda_latency", 8, iters);
+    bench_line_emit(&l, "us", rawLat, "raw_engine");
+  }
+}
+
+// Two hosts, one rank each; every sync's status is checked.
+static void bench_barrier(gda_bench* b, int iters, int warm) {
+  static const char* const ops[2] = {"gda_barrier", "world_barrier"};
+  double us[2] = {0, 0};
+  int bad[2] = {0, 0};
+  for (int world = 0; world < 2; world++) {
+    CCO_OK(ccoBarrierAll(comm));
+    if (warm) barrier_loop<<<1, 128>>>(b->dc, world, warm, b->dNs, b->dStatus);
+    CUDA_OK(cudaDeviceSynchronize());
+    CCO_OK(ccoBarrierAll(comm));
+    barrier_loop<<<1, 128>>>(b->dc, world, iters, b->dNs, b->dStatus);
+    CUDA_OK(cudaDeviceSynchronize());
+    int st = 0;
+    CUDA_OK(cudaMemcpy(&st, b->dStatus, sizeof(st), cudaMemcpyDeviceToHost));
+    bad[world] = st != 0;
+    us[world] = read_ns(b->dNs) / 1e3 / iters;
+  }
+  double rawLat = raw_latency(&b->raw, 1000);
+  for (int world = 0; rank == 0 && world < 2; world++) {
+    bench_line l;
+    line_start(&l, b, ops[world], BENCH_NO_BYTES, iters);
+    bench_line_int(&l, "hosts", 2);
+    bench_line_int(&l, "threads", 128);
+    bench_line_int(&l, "bad_status", bad[world]);
+    bench_line_emit(&l, "us", us[world], NULL);
+    line_start(&l, b, ops[world], BENCH_NO_BYTES, 1000);
+    bench_line_int(&l, "hosts", 2);
+    bench_line_emit(&l, "us", rawLat, "raw_engine");
+  }
+}
+
+// Rank 0 sends, against 8-byte writes of the raw engine from the host, as
+// many in flight as it takes.
+static void bench_rate(gda_bench* b, int perThread, int warm) {
+  const int threads = 256, messages = perThread * threads;
+  double rawRate = raw_bandwidth(&b->raw, 8, messages) * 1e9 / 8 / 1e6;
+  for (int mode = 0; mode < 2; mode++) {
+    CCO_OK(ccoBarrierAll(comm));
+    if (rank != 0) continue;
+    if (warm) put_values<<<1, threads>>>(b->dc, b->win, b->peer, warm, (ccoGdaDoorbellMode_t)mode, b->dPhases);
+    CUDA_OK(cudaDeviceSynchronize());
+    double t0 = bench_now_s();
+    put_values<<<1, threads>>>(b->dc, b->win, b->peer, perThread, (ccoGdaDoorbellMode_t)mode, b->dPhases);
+    CUDA_OK(cudaDeviceSynchronize());
+    double s = bench_now_s() - t0;
+    unsigned long long phases[2] = {0, 0};
+    CUDA_OK(cudaMemcpy(phases, b->dPhases, sizeof(phases), cudaMemcpyDeviceToHost));
+    bench_line l;
+    line_start(&l, b, "gda_put_value_rate", 8, messages);
+    bench_line_str(&l, "doorbell", mode ? "Deferred" : "Immediate");
+    bench_line_int(&l, "threads", threads);
+    bench_line_num(&l, "posts_written_ms", phases[0] / 1e6);
+    bench_line_num(&l, "flushed_ms", phases[1] / 1e6);
+    bench_line_emit(&l, "Mmsg_per_s", messages / s / 1e6, NULL);
+    line_start(&l, b, "gda_put_value_rate", 8, messages);
+    bench_line_str(&l, "doorbell", mode ? "Deferred" : "Immediate");
+    bench_line_emit(&l, "Mmsg_per_s", rawRate, "raw_engine");
+  }
 }
 
 int main(int argc, char** argv) {
-  g_argc = argc, g_argv = argv;
-  setenv("CUDA_MODULE_LOADING", "EAGER", 0); // kernels wait on the proxy; see docs/sdma.md
+  bench_opt opts[] = {
+      {.name = "depth", .kind = BENCH_OPT_INT, .min = 16, .max = 65536,
+       .help = "slots per GDA ring, a power of two; the rate figure posts 16384, so credits count below that",
+       .value = 4096},
+  };
+  bench_args a = {0};
+  a.program = "cco-bench-gda";
+  a.about = "GDA from kernels: proxy overhead, put bandwidth, latency, message rate, barriers, beside the raw "
+            "network engine (ccorun -n 2; barrier: --virtual-hosts 2).";
+  a.takes = BENCH_TAKES_SIZES | BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
+  a.ops = kOps;
+  a.opts = opts;
+  a.nOpts = 1;
+  a.defaults = "overhead: -n 2000 -w 100; bw: -b 1M -e 64M -f 4, -n 512 MiB / size (at most 65536) -w 1; "
+               "latency: -n 1000 -w 100; rate: -n 64 per thread -w 4; barrier: -n 2000 -w 100";
+  int rc = bench_args_parse(&a, argc, argv);
+  if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
+  uint32_t depth = (uint32_t)opts[0].value;
+  if (depth & (depth - 1)) {
+    fprintf(stderr, "cco-bench-gda: --depth: %u is not a power of two\n", depth);
+    return 2;
+  }
+  bench_sweep sw = bench_args_sweep(&a, MiB, 64 * MiB, 4);
+  // Kernels wait on the proxy (docs/sdma.md); set before the driver starts, in bench_require_gpu.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  bench_require_gpu(a.program);
   CUDA_OK(pick_rank_device());
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
-  int n = 0;
+  gda_bench b;
+  memset(&b, 0, sizeof(b));
   ccoCommRank(comm, &rank);
-  ccoCommSize(comm, &n);
-  if (n != 2) {
+  ccoCommSize(comm, &b.size);
+  if (b.size != 2) {
     fprintf(stderr, "cco-bench-gda: run with 2 ranks\n");
     return 2;
   }
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.gdaConnectionType = ccoGdaConnectionFull;
-  // Slots per ring; the message-rate figure posts 16384, so credits come
-  // into play below that. CCO_BENCH_GDA_DEPTH overrides (a power of two).
-  reqs.gdaQueueDepth = getenv("CCO_BENCH_GDA_DEPTH") ? (uint32_t)atoi(getenv("CCO_BENCH_GDA_DEPTH")) : 4096;
+  reqs.gdaQueueDepth = depth;
   reqs.railGdaBarrierCount = 1;
   reqs.barrierCount = 1;
   int nNodes = 1;
   ccoCommNodeCount(comm, &nNodes);
-  if (g_argc >= 2 && want("barrier") && nNodes != 2) {
+  // Asked for by name, the barrier needs two hosts; in "all" it is left out on one.
+  int barrierNamed = a.opMask != 0 && bench_args_want(&a, "barrier");
+  if (barrierNamed && nNodes != 2) {
     fprintf(stderr, "cco-bench-gda: the barrier figure needs two hosts (ccorun --virtual-hosts 2)\n");
     return 2;
   }
-  ccoWindow_t win = NULL;
+  // Puts go from the window's first half into the peer's second half.
+  b.landing = sw.max > 128 * MiB ? sw.max : 128 * MiB;
   void* local = NULL;
-  ccoDevComm dc;
-  CCO_OK(ccoWindowRegisterAlloc(comm, WIN_BYTES, &win, &local));
-  CCO_OK(ccoDevCommCreate(comm, &reqs, &dc));
-  int peer = 1 - rank;
-  unsigned long long *dNs = NULL, *dPhases = NULL;
-  CUDA_OK(cudaMalloc(&dNs, sizeof(*dNs)));
-  CUDA_OK(cudaMalloc(&dPhases, 2 * sizeof(*dPhases)));
-  unsigned long long ns = 0;
-  const char* provider = getenv("CCO_NET_PROVIDER") ? getenv("CCO_NET_PROVIDER") : "tcp;ofi_rxm";
+  CCO_OK(ccoWindowRegisterAlloc(comm, 2 * b.landing, &b.win, &local));
+  CCO_OK(ccoDevCommCreate(comm, &reqs, &b.dc));
+  b.peer = 1 - rank;
+  CUDA_OK(cudaMalloc(&b.dNs, sizeof(*b.dNs)));
+  CUDA_OK(cudaMalloc(&b.dPhases, 2 * sizeof(*b.dPhases)));
+  CUDA_OK(cudaMalloc(&b.dStatus, sizeof(int)));
+  b.provider = getenv("CCO_NET_PROVIDER") ? getenv("CCO_NET_PROVIDER") : "tcp;ofi_rxm";
 
-  // Proxy overhead (rank 0).
-  const int iters = 2000;
   CCO_OK(ccoBarrierAll(comm));
-  if (rank == 0 && want("overhead")) {
-    put_flush_loop<<<1, 1>>>(dc, win, peer, iters, dNs);
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
-    double gdaUs = ns / 1e3 / iters;
-    uint64_t* words = NULL;
-    CUDA_OK(cudaHostAlloc(&words, 256, cudaHostAllocMapped));
-    memset(words, 0, 256);
-    uint64_t *dIn = NULL, *dOut = NULL;
-    CUDA_OK(cudaHostGetDevicePointer(&dIn, words, 0));
-    dOut = dIn + 8;
-    echo_arg a = {words, words + 8, (uint64_t)(iters + 100)};
-    pthread_t th;
-    pthread_create(&th, NULL, echo_main, &a);
-    raw_round_trip<<<1, 1>>>(dIn, dOut, iters, dNs);
-    CUDA_OK(cudaDeviceSynchronize());
-    pthread_join(th, NULL);
-    CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
-    double rawUs = ns / 1e3 / iters;
-    printf("{\"bench\":\"gda_proxy_overhead\",\"iters\":%d,\"put0_flush_us\":%.2f,\"raw_ring_round_trip_us\":%.2f,"
-           "\"ratio\":%.2f,\"goal_ratio_max\":2.0}\n",
-           iters, gdaUs, rawUs, gdaUs / rawUs);
-    cudaFreeHost(words);
-  }
+  if (rank == 0 && bench_args_want(&a, "overhead"))
+    bench_overhead(&b, (int)bench_args_iters(&a, 2000), (int)bench_args_warmup(&a, 100));
   CCO_OK(ccoBarrierAll(comm));
-
-  // Bandwidth: GDA from a kernel, then the raw engine between host buffers.
-  raw_engine raw;
-  raw_open(&raw, RAW_BYTES);
-  const size_t sizes[] = {MiB, 4 * MiB, 16 * MiB, 64 * MiB};
-  for (size_t s = 0; want("bw") && s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-    size_t bytes = sizes[s];
-    int count = (int)(512 * MiB / bytes);
-    CCO_OK(ccoBarrierAll(comm));
-    double gda = 0;
-    if (rank == 0) {
-      put_burst<<<1, 1>>>(dc, win, peer, bytes, 1); // warm-up
-      CUDA_OK(cudaDeviceSynchronize());
-      double t0 = bench_now_s();
-      put_burst<<<1, 1>>>(dc, win, peer, bytes, count);
-      CUDA_OK(cudaDeviceSynchronize());
-      gda = (double)bytes * count / (bench_now_s() - t0) / 1e9;
-    }
-    double ref = raw_bandwidth(&raw, bytes < 64 * MiB ? bytes : 64 * MiB, count);
-    if (rank == 0)
-      printf("{\"bench\":\"gda_put_bw\",\"provider\":\"%s\",\"bytes\":%zu,\"count\":%d,\"gda_GBps\":%.3f,"
-             "\"raw_engine_GBps\":%.3f,\"ratio\":%.3f,\"goal_ratio_min\":0.9}\n",
-             provider, bytes, count, gda, ref, gda / ref);
-  }
-
-  // Latency.
-  const int pp = 1000;
-  CCO_OK(ccoBarrierAll(comm));
-  if (want("latency")) {
-    ping_pong<<<1, 1>>>(dc, win, peer, 100, rank == 0, 0, dNs); // warm-up
-    CUDA_OK(cudaDeviceSynchronize());
-    CCO_OK(ccoBarrierAll(comm));
-    ping_pong<<<1, 1>>>(dc, win, peer, pp, rank == 0, 100, dNs);
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
-    double gdaLat = ns / 1e3 / pp / 2;
-    double rawLat = raw_latency(&raw, pp);
-    if (rank == 0)
-      printf("{\"bench\":\"gda_latency\",\"provider\":\"%s\",\"bytes\":8,\"iters\":%d,\"put_value_signal_half_rtt_us\":"
-             "%.2f,\"raw_engine_write_half_rtt_us\":%.2f,\"ratio\":%.2f}\n",
-             provider, pp, gdaLat, rawLat, gdaLat / rawLat);
-  }
-
-  // Barriers between the two hosts, against the raw engine's half round trip.
-  if (want("barrier") && nNodes == 2) {
-    int* dStatus = NULL;
-    CUDA_OK(cudaMalloc(&dStatus, sizeof(int)));
-    const int bIters = 2000;
-    double us[2] = {0, 0};
-    int bad = 0;
-    for (int world = 0; world < 2; world++) {
-      CCO_OK(ccoBarrierAll(comm));
-      barrier_loop<<<1, 128>>>(dc, world, 100, dNs, dStatus); // warm-up
-      CUDA_OK(cudaDeviceSynchronize());
-      CCO_OK(ccoBarrierAll(comm));
-      barrier_loop<<<1, 128>>>(dc, world, bIters, dNs, dStatus);
-      CUDA_OK(cudaDeviceSynchronize());
-      int st = 0;
-      CUDA_OK(cudaMemcpy(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost));
-      CUDA_OK(cudaMemcpy(&st, dStatus, sizeof(st), cudaMemcpyDeviceToHost));
-      bad += st != 0;
-      us[world] = ns / 1e3 / bIters;
-    }
-    double rawLat = raw_latency(&raw, 1000);
-    if (rank == 0)
-      printf("{\"bench\":\"gda_barrier\",\"provider\":\"%s\",\"hosts\":2,\"iters\":%d,\"gda_barrier_us\":%.2f,"
-             "\"world_barrier_us\":%.2f,\"raw_engine_write_half_rtt_us\":%.2f,\"gda_ratio\":%.2f,"
-             "\"world_ratio\":%.2f,\"bad_status\":%d}\n",
-             provider, bIters, us[0], us[1], rawLat, us[0] / rawLat, us[1] / rawLat, bad);
-    cudaFree(dStatus);
-  } else if (want("barrier") && rank == 0) {
+  raw_open(&b.raw, sw.max > 64 * MiB ? sw.max : 64 * MiB);
+  if (bench_args_want(&a, "bw")) bench_bw(&b, &sw, a.iters, (int)bench_args_warmup(&a, 1));
+  if (bench_args_want(&a, "latency"))
+    bench_latency(&b, (int)bench_args_iters(&a, 1000), (int)bench_args_warmup(&a, 100));
+  if (bench_args_want(&a, "barrier") && nNodes == 2)
+    bench_barrier(&b, (int)bench_args_iters(&a, 2000), (int)bench_args_warmup(&a, 100));
+  else if (bench_args_want(&a, "barrier") && rank == 0)
     fprintf(stderr, "cco-bench-gda: barrier figure not measured: one host (run it with ccorun --virtual-hosts 2)\n");
-  }
-
-  // Message rate (rank 0 sends), against 8-byte writes of the raw engine
-  // from the host, as many in flight as it takes.
-  const int perThread = 64, threads = 256, messages = perThread * threads;
-  double rawRate = want("rate") ? raw_bandwidth(&raw, 8, messages) * 1e9 / 8 / 1e6 : 0;
-  for (int mode = 0; want("rate") && mode < 2; mode++) {
-    CCO_OK(ccoBarrierAll(comm));
-    if (rank == 0) {
-      put_values<<<1, threads>>>(dc, win, peer, 4, (ccoGdaDoorbellMode_t)mode, dPhases); // warm-up
-      CUDA_OK(cudaDeviceSynchronize());
-      double t0 = bench_now_s();
-      put_values<<<1, threads>>>(dc, win, peer, perThread, (ccoGdaDoorbellMode_t)mode, dPhases);
-      CUDA_OK(cudaDeviceSynchronize());
-      double s = bench_now_s() - t0;
-      unsigned long long phases[2] = {0, 0};
-      CUDA_OK(cudaMemcpy(phases, dPhases, sizeof(phases), cudaMemcpyDeviceToHost));
-      printf("{\"bench\":\"gda_put_value_rate\",\"provider\":\"%s\",\"doorbell\":\"%s\",\"threads\":%d,"
-             "\"messages\":%d,\"Mmsg_per_s\":%.3f,\"raw_engine_8B_writes_Mmsg_per_s\":%.3f,\"ratio\":%.2f,"
-             "\"posts_written_ms\":%.2f,\"flushed_ms\":%.2f}\n",
-             provider, mode ? "Deferred" : "Immediate", threads, messages, messages / s / 1e6, rawRate,
-             messages / s / 1e6 / rawRate, phases[0] / 1e6, phases[1] / 1e6);
-    }
-  }
+  if (bench_args_want(&a, "rate")) bench_rate(&b, (int)bench_args_iters(&a, 64), (int)bench_args_warmup(&a, 4));
   CCO_OK(ccoBarrierAll(comm));
-  cco_net_mr_dereg(raw.net, raw.mr);
-  cco_net_close(raw.net);
-  free(raw.buf);
+  cco_net_mr_dereg(b.raw.net, b.raw.mr);
+  cco_net_close(b.raw.net);
+  free(b.raw.buf);
   ccoResult_t asyncErr = ccoSuccess;
   ccoCommGetAsyncError(comm, &asyncErr);
   if (asyncErr != ccoSuccess) fprintf(stderr, "rank %d: async error %s\n", rank, ccoGetErrorString(asyncErr));
-  CCO_OK(ccoDevCommDestroy(comm, &dc));
-  CCO_OK(ccoWindowDeregister(comm, win));
+  CCO_OK(ccoDevCommDestroy(comm, &b.dc));
+  CCO_OK(ccoWindowDeregister(comm, b.win));
   CCO_OK(ccoCommDestroy(comm));
-  cudaFree(dNs);
-  cudaFree(dPhases);
+  cudaFree(b.dNs);
+  cudaFree(b.dPhases);
+  cudaFree(b.dStatus);
   return asyncErr == ccoSuccess ? 0 : 1;
 }

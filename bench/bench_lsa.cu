@@ -1,24 +1,27 @@
 // LSA device API benchmarks, one rank of a job started by ccorun (MPS for
 // several ranks on one GPU):
 //
-//   ccorun -n N cco-bench-lsa        (N = 2, 4, 8)
+//   ccorun -n N cco-bench-lsa [-b 256M] [-e 256M] [-n N] [-w N] [put] [pingpong] [barrier]
 //
-// One JSON line per measurement from rank 0, each next to its reference
-// measured in the same run (bench/nvshmem_ref.cu prints the same keys with
-// an "nvshmem_" prefix):
+// One JSON line per measurement from rank 0 (bench_json.h), each next to its
+// reference measured in the same run (bench/nvshmem_ref.cu measures the same
+// with NVSHMEM, as the reference "nvshmem"):
 //
-// 1. lsa_put_bw: a kernel (one 1024-thread block per SM, eight 16-byte loads
-//    in flight per thread, as bench_windows.cu's copy_kernel) copies 256 MiB
-//    from this rank's window into LSA peer (lsaRank + 1)'s window, against
-//    cudaMemcpy device-to-device of the same bytes. writers=1: rank 0 alone;
-//    writers=N: every rank at once (aggregate bytes over the slowest rank).
-// 2. signal_pingpong: LSA ranks 0 and 1, one thread each: ccoLsaSignalStore into
-//    the peer's signal word, ccoSignalWaitUntil on its own; half round trip.
-//    Reference: the same ping-pong on the same window memory with raw
-//    volatile stores/loads and __threadfence_system.
-// 3. lsa_barrier: ccoLsaBarrierSync at block scope, 10000 times in one
-//    kernel of one block per rank. Reference: the same all-to-all flag
-//    barrier written with volatile stores/loads and __threadfence_system.
+// 1. put (op lsa_put): a kernel (one 1024-thread block per SM, eight 16-byte
+//    loads in flight per thread, as bench_windows.cu's copy_kernel) copies
+//    each size of the sweep (default 256 MiB only) from this rank's window
+//    into LSA peer (lsaRank + 1)'s window, against cudaMemcpy device-to-device
+//    of the same bytes. writers=1: rank 0 alone; writers=N: every rank at
+//    once (aggregate bytes over the slowest rank). -n copies per trial (10).
+// 2. pingpong (op signal_pingpong): LSA ranks 0 and 1, one thread each:
+//    ccoLsaSignalStore into the peer's signal word, ccoSignalWaitUntil on
+//    its own; half round trip. Reference: the same ping-pong on the same
+//    window memory with raw volatile stores/loads and __threadfence_system.
+//    -n round trips (20000) after -w (1000).
+// 3. barrier (op lsa_barrier): ccoLsaBarrierSync at block scope, -n times
+//    (10000, after -w 200) in one kernel of one block per rank. Reference:
+//    the same all-to-all flag barrier written with volatile stores/loads and
+//    __threadfence_system.
 //
 // Medians over alternating trials. In-kernel times come from %globaltimer.
 #include <cuda_runtime.h>
@@ -35,14 +38,14 @@
 static ccoComm* comm;
 
 // Window layout (every rank): signal words, the raw barrier inbox, then the
-// put source and destination.
+// put source and destination (the largest size of the sweep each).
 enum : uint64_t {
   kSigOff = 0,         // uint64_t: cco ping-pong word
   kRawSigOff = 256,    // uint64_t: raw ping-pong word (another cache line)
   kRawBarOff = 4096,   // uint32_t[lsaSize]: raw barrier inbox
   kSrcOff = 2u << 20,  // put source
 };
-static const size_t kPutBytes = 256u << 20;
+static const char* const kOps[] = {"put", "pingpong", "barrier", NULL};
 
 // ------------------------------------------------------------ 1. put
 
@@ -63,55 +66,59 @@ static double slowest(double mine, int size) {
   return m;
 }
 
-static void bench_put(ccoWindow_t win, int rank, int size, int lsaRank, int lsaSize, void* refSrc, void* refDst,
-                      cudaStream_t st) {
+static void bench_put(ccoWindow_t win, const bench_sweep* sw, int iters, int warmup, int rank, int size, int lsaRank,
+                      int lsaSize, void* refSrc, void* refDst, cudaStream_t st) {
   int sms = 0;
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int blocks = sms, threads = 1024, iters = 10, trials = 7;
-  const size_t n = kPutBytes / sizeof(uint4);
-  const uint64_t dstOff = kSrcOff + kPutBytes;
+  const int blocks = sms, threads = 1024, trials = 7;
+  const uint64_t dstOff = kSrcOff + sw->max;
   int peer = (lsaRank + 1) % lsaSize;
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
-  // writers = 1 (rank 0 alone), then every rank at once.
-  for (int all = 0; all < 2; all++) {
-    int active = all || lsaRank == 0;
-    double put[trials], ref[trials];
-    if (active) { // warm-up
-      put_kernel<<<blocks, threads, 0, st>>>(win, peer, kSrcOff, dstOff, n);
-      CUDA_OK(cudaMemcpyAsync(refDst, refSrc, kPutBytes, cudaMemcpyDeviceToDevice, st));
+  for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
+    const size_t n = bytes / sizeof(uint4);
+    // writers = 1 (rank 0 alone), then every rank at once.
+    for (int all = 0; all < 2; all++) {
+      int active = all || lsaRank == 0;
+      double put[trials], ref[trials];
+      for (int i = 0; active && i < warmup; i++) {
+        put_kernel<<<blocks, threads, 0, st>>>(win, peer, kSrcOff, dstOff, n);
+        CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
+      }
       CUDA_OK(cudaStreamSynchronize(st));
-    }
-    for (int t = 0; t < trials; t++) {
-      for (int kind = 0; kind < 2; kind++) {
-        CCO_OK(ccoBarrierAll(comm));
-        double ms = 0;
-        if (active) {
-          CUDA_OK(cudaEventRecord(e0, st));
-          for (int i = 0; i < iters; i++) {
-            if (kind == 0) put_kernel<<<blocks, threads, 0, st>>>(win, peer, kSrcOff, dstOff, n);
-            else CUDA_OK(cudaMemcpyAsync(refDst, refSrc, kPutBytes, cudaMemcpyDeviceToDevice, st));
+      for (int t = 0; t < trials; t++) {
+        for (int kind = 0; kind < 2; kind++) {
+          CCO_OK(ccoBarrierAll(comm));
+          double ms = 0;
+          if (active) {
+            CUDA_OK(cudaEventRecord(e0, st));
+            for (int i = 0; i < iters; i++) {
+              if (kind == 0) put_kernel<<<blocks, threads, 0, st>>>(win, peer, kSrcOff, dstOff, n);
+              else CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
+            }
+            CUDA_OK(cudaEventRecord(e1, st));
+            CUDA_OK(cudaEventSynchronize(e1));
+            CUDA_OK(cudaGetLastError());
+            ms = bench_elapsed_ms(e0, e1) / iters;
           }
-          CUDA_OK(cudaEventRecord(e1, st));
-          CUDA_OK(cudaEventSynchronize(e1));
-          CUDA_OK(cudaGetLastError());
-          ms = bench_elapsed_ms(e0, e1) / iters;
+          ms = all ? slowest(ms, size) : ms;
+          (kind == 0 ? put : ref)[t] = ms;
         }
-        ms = all ? slowest(ms, size) : ms;
-        (kind == 0 ? put : ref)[t] = ms;
+      }
+      double putMs = bench_median(put, trials), refMs = bench_median(ref, trials);
+      int writers = all ? lsaSize : 1;
+      if (rank == 0) {
+        bench_line l;
+        bench_line_start(&l, "lsa", "lsa_put", (long long)bytes, size, iters);
+        bench_line_int(&l, "writers", writers);
+        bench_line_int(&l, "trials", trials);
+        bench_line_int(&l, "blocks", blocks);
+        bench_line_int(&l, "threads", threads);
+        bench_line_emit(&l, "GBps", (double)bytes * writers / (putMs * 1e-3) / 1e9, NULL);
+        bench_line_emit(&l, "GBps", (double)bytes * writers / (refMs * 1e-3) / 1e9, "cudaMemcpy");
       }
     }
-    double putMs = bench_median(put, trials), refMs = bench_median(ref, trials);
-    int writers = all ? lsaSize : 1;
-    double gbPut = (double)kPutBytes * writers / (putMs * 1e-3) / 1e9;
-    double gbRef = (double)kPutBytes * writers / (refMs * 1e-3) / 1e9;
-    if (rank == 0)
-      printf("{\"bench\":\"lsa_put_bw\",\"ranks\":%d,\"writers\":%d,\"bytes\":%zu,\"blocks\":%d,\"threads\":%d,"
-             "\"put_GBps\":%.1f,\"ref_cudaMemcpy_d2d_GBps\":%.1f,\"ratio\":%.3f,\"put_ms\":%.4f,"
-             "\"ref_ms\":%.4f}\n",
-             size, writers, kPutBytes, blocks, threads, gbPut, gbRef, gbPut / gbRef, putMs, refMs);
-    fflush(stdout);
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
@@ -165,9 +172,8 @@ __global__ void pingpong_raw(ccoWindow_t win, int role, uint64_t base, uint32_t 
   *ns = cco_impl_clock_ns() - t0;
 }
 
-static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, int rank, int size, int lsaRank, cudaStream_t st,
-                           unsigned long long* dNs, unsigned int* dBad) {
-  const uint32_t warm = 1000, iters = 20000;
+static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters, uint32_t warm, int rank, int size,
+                           int lsaRank, cudaStream_t st, unsigned long long* dNs, unsigned int* dBad) {
   const int trials = 5;
   double cco[trials], raw[trials];
   uint64_t base = 0;
@@ -189,12 +195,19 @@ static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, int rank, int 
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
   double c = bench_median(cco, trials), r = bench_median(raw, trials);
-  if (rank == 0)
-    printf("{\"bench\":\"signal_pingpong\",\"ranks\":%d,\"iters\":%u,\"half_rtt_us\":%.3f,"
-           "\"ref_raw_flag_half_rtt_us\":%.3f,\"ratio\":%.3f,\"goal_ratio\":1.10,\"min_half_rtt_us\":%.3f,"
-           "\"bad_status\":%u}\n",
-           size, iters, c, r, c / r, cco[0], bad);
-  fflush(stdout);
+  if (rank == 0) {
+    bench_line l;
+    bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
+    bench_line_int(&l, "trials", trials);
+    bench_line_int(&l, "bad_status", bad);
+    bench_line_num(&l, "goal_ratio_max", 1.10);
+    bench_line_num(&l, "min_us", cco[0]); // bench_median sorted it
+    bench_line_emit(&l, "us", c, NULL);
+    bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
+    bench_line_int(&l, "trials", trials);
+    bench_line_num(&l, "min_us", raw[0]);
+    bench_line_emit(&l, "us", r, "raw_flag");
+  }
 }
 
 // -------------------------------------------------------- 3. barrier
@@ -241,9 +254,9 @@ __global__ void barrier_raw(ccoWindow_t win, uint32_t epoch0, uint32_t warm, uin
   if (tid == 0) *ns = cco_impl_clock_ns() - t0;
 }
 
-static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, int rank, int size, cudaStream_t st,
-                          unsigned long long* dNs, unsigned int* dBad) {
-  const uint32_t warm = 200, iters = 10000, threads = 128;
+static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters, uint32_t warm, int rank, int size,
+                          cudaStream_t st, unsigned long long* dNs, unsigned int* dBad) {
+  const uint32_t threads = 128;
   const int trials = 5;
   double cco[trials], raw[trials];
   uint32_t epoch = 0;
@@ -263,14 +276,31 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, int rank, int s
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
   double c = bench_median(cco, trials), r = bench_median(raw, trials);
-  if (rank == 0)
-    printf("{\"bench\":\"lsa_barrier\",\"ranks\":%d,\"scope\":\"block\",\"threads\":%u,\"iters\":%u,"
-           "\"barrier_us\":%.3f,\"ref_raw_flag_barrier_us\":%.3f,\"ratio\":%.3f,\"bad_status\":%u}\n",
-           size, threads, iters, c, r, c / r, bad);
-  fflush(stdout);
+  if (rank == 0) {
+    for (int kind = 0; kind < 2; kind++) {
+      bench_line l;
+      bench_line_start(&l, "lsa", "lsa_barrier", BENCH_NO_BYTES, size, iters);
+      bench_line_str(&l, "scope", "block");
+      bench_line_int(&l, "threads", threads);
+      bench_line_int(&l, "trials", trials);
+      if (kind == 0) bench_line_int(&l, "bad_status", bad);
+      bench_line_emit(&l, "us", kind == 0 ? c : r, kind == 0 ? NULL : "raw_flag");
+    }
+  }
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  bench_args a = {0};
+  a.program = "cco-bench-lsa";
+  a.about = "LSA put bandwidth, signal ping-pong and LSA barrier from kernels, each beside its reference (under ccorun).";
+  a.takes = BENCH_TAKES_SIZES | BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
+  a.ops = kOps;
+  a.sizeAlign = sizeof(uint4);
+  a.defaults = "put: -b 256M -e 256M, -n 10 per trial, -w 1; pingpong: -n 20000 -w 1000; barrier: -n 10000 -w 200";
+  int rc = bench_args_parse(&a, argc, argv);
+  if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
+  bench_sweep sw = bench_args_sweep(&a, 256u << 20, 256u << 20, 2);
+  bench_require_gpu(a.program);
   setenv("CCO_PLATFORM", "cuda", 1);
   CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0));
@@ -281,10 +311,12 @@ int main(void) {
   CCO_OK(ccoCommLsaRank(comm, &lsaRank));
   CCO_OK(ccoCommLsaSize(comm, &lsaSize));
   if (lsaSize < 2) {
-    if (rank == 0) printf("{\"bench\":\"lsa\",\"ranks\":%d,\"skipped\":\"needs 2 LSA ranks\"}\n", size);
+    if (rank == 0) fprintf(stderr, "cco-bench-lsa: nothing measured: it needs 2 LSA ranks\n");
     CCO_OK(ccoCommDestroy(comm));
     return 0;
   }
+  // Only the put needs room for its sizes.
+  size_t putBytes = bench_args_want(&a, "put") ? sw.max : 0;
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 1;
   reqs.gdaConnectionType = ccoGdaConnectionNone;
@@ -292,14 +324,16 @@ int main(void) {
   CCO_OK(ccoDevCommCreate(comm, &reqs, &dc));
   ccoWindow_t win;
   void* local;
-  size_t winBytes = kSrcOff + 2 * kPutBytes;
+  size_t winBytes = kSrcOff + 2 * putBytes;
   CCO_OK(ccoWindowRegisterAlloc(comm, winBytes, &win, &local));
   CUDA_OK(cudaMemset(local, 0, kSrcOff));
-  CUDA_OK(cudaMemset((char*)local + kSrcOff, 1, 2 * kPutBytes));
-  void *refSrc, *refDst;
-  CUDA_OK(cudaMalloc(&refSrc, kPutBytes));
-  CUDA_OK(cudaMalloc(&refDst, kPutBytes));
-  CUDA_OK(cudaMemset(refSrc, 1, kPutBytes));
+  void *refSrc = NULL, *refDst = NULL;
+  if (putBytes) {
+    CUDA_OK(cudaMemset((char*)local + kSrcOff, 1, 2 * putBytes));
+    CUDA_OK(cudaMalloc(&refSrc, putBytes));
+    CUDA_OK(cudaMalloc(&refDst, putBytes));
+    CUDA_OK(cudaMemset(refSrc, 1, putBytes));
+  }
   unsigned long long* dNs;
   unsigned int* dBad;
   CUDA_OK(cudaMalloc(&dNs, sizeof(*dNs)));
@@ -310,10 +344,16 @@ int main(void) {
   CUDA_OK(cudaDeviceSynchronize());
   CCO_OK(ccoBarrierAll(comm)); // every window is zeroed before any kernel
 
-  bench_put(win, rank, size, lsaRank, lsaSize, refSrc, refDst, st);
-  bench_pingpong(&dc, win, rank, size, lsaRank, st, dNs, dBad);
+  if (putBytes)
+    bench_put(win, &sw, (int)bench_args_iters(&a, 10), (int)bench_args_warmup(&a, 1), rank, size, lsaRank, lsaSize,
+              refSrc, refDst, st);
+  if (bench_args_want(&a, "pingpong"))
+    bench_pingpong(&dc, win, (uint32_t)bench_args_iters(&a, 20000), (uint32_t)bench_args_warmup(&a, 1000), rank,
+                   size, lsaRank, st, dNs, dBad);
   CUDA_OK(cudaMemset(dBad, 0, sizeof(*dBad)));
-  bench_barrier(&dc, win, rank, size, st, dNs, dBad);
+  if (bench_args_want(&a, "barrier"))
+    bench_barrier(&dc, win, (uint32_t)bench_args_iters(&a, 10000), (uint32_t)bench_args_warmup(&a, 200), rank, size,
+                  st, dNs, dBad);
 
   CCO_OK(ccoBarrierAll(comm));
   cudaFree(refSrc);

@@ -3,22 +3,23 @@
 For each operation, the raw ctypes call (the C function with its argtypes,
 no wrapper) and the Python method run alternately, in rounds of a batch
 each, so drift of a noisy machine hits both alike; the figure per side is
-the median over rounds of the mean time per call. Prints one JSON line per
-operation (rank 0 only):
+the median over rounds of the mean time per call. Prints two JSON lines per
+operation (rank 0 only; docs/perf.md): the Python method's time, and the C
+call's as the reference "c_api":
 
-    {"bench": "python_overhead", "op": "barrier", "ranks": 4, "platform": "host",
-     "iters": 2000, "c_us": 9.1, "py_us": 10.0, "overhead_us": 0.9, "ratio": 1.10}
+    {"bench": "python", "op": "barrier", "bytes": null, "ranks": 4, "iters": 2000,
+     "metric": "us", "value": 10.0, "ref": null, "platform": "host"}
+    {"bench": "python", "op": "barrier", ..., "value": 9.1, "ref": "c_api", "platform": "host"}
 
 Operations: init (create + destroy), alloc_mem (+ free), register_window
 (+ deregister; collective), create_dev_comm (+ device copy + destroy;
 collective), barrier. Run with any number of ranks:
 
-    build/bin/ccorun -n 4 python3 bench/bench_python.py [--scale 1.0]
+    build/bin/ccorun -n 4 python3 bench/bench_python.py [--scale 1.0] [-n N] [--op barrier,init]
     python3 bench/bench_python.py            # one rank
 """
 import argparse
 import ctypes
-import json
 import os
 import statistics
 import sys
@@ -26,8 +27,10 @@ import time
 from typing import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import cco  # noqa: E402
+from perf_common import int_arg, json_line  # noqa: E402
 from cco import _abi, _lib  # noqa: E402
 from cco.communicator import Communicator, UniqueId  # noqa: E402
 from cco.devcomm import CCODevCommRequirements  # noqa: E402
@@ -55,10 +58,31 @@ def ok(res: int) -> None:
         raise cco.errors.error_for(res, _lib.last_error(None))
 
 
+OPS = ("barrier", "alloc_mem", "register_window", "create_dev_comm", "init")
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1000:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number above 0 and at most 1000")
+    return value
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description="Python-over-C overhead of cco calls")
-    ap.add_argument("--scale", type=float, default=1.0, help="multiply every iteration count")
+    ap.add_argument("--scale", type=positive_float, default=1.0, help="multiply every iteration count")
+    ap.add_argument("-n", "--iters", type=int_arg(1, 10**7),
+                    help="calls per operation (default: barrier 2000, alloc_mem 1000, register_window 200, "
+                         "create_dev_comm 50, init 20 on one rank and 10 on several, times --scale)")
+    ap.add_argument("--op", default=",".join(OPS), help="operations, comma-separated: " + ", ".join(OPS))
     args = ap.parse_args()
+    ops = args.op.split(",")
+    for op in ops:
+        if op not in OPS:
+            ap.error(f"--op: unknown operation '{op}' (choose from {', '.join(OPS)})")
     lib = _lib.load()
     under_ccorun = bool(os.environ.get("CCO_UNIQUE_ID"))
     comm = Communicator.from_env() if under_ccorun else Communicator.init(1, 0, Communicator.get_unique_id())
@@ -67,72 +91,78 @@ def main() -> int:
     vmm = 1 << 32
 
     def iters(k: int) -> int:
-        return max(5, int(k * args.scale))
+        return args.iters if args.iters else max(5, int(k * args.scale))
+
+    sizes = {"alloc_mem": 1 << 16, "register_window": 1 << 20}
 
     def report(op: str, c_us: float, py_us: float, count: int) -> None:
         if rank == 0:
-            print(json.dumps({"bench": "python_overhead", "op": op, "ranks": n,
-                              "platform": comm.platform, "iters": count, "c_us": round(c_us, 3),
-                              "py_us": round(py_us, 3), "overhead_us": round(py_us - c_us, 3),
-                              "ratio": round(py_us / c_us, 3) if c_us else None}), flush=True)
+            for value, ref in ((py_us, None), (c_us, "c_api")):
+                print(json_line("python", op, sizes.get(op), n, count, "us", value, ref, platform=comm.platform),
+                      flush=True)
 
     # --- barrier
-    report("barrier", *timed_rounds(comm, lambda: ok(lib.ccoBarrierAll(h)), comm.barrier, iters(2000)))
+    if "barrier" in ops:
+        report("barrier", *timed_rounds(comm, lambda: ok(lib.ccoBarrierAll(h)), comm.barrier, iters(2000)))
 
     # --- alloc_mem (+ free)
-    out = ctypes.c_void_p()
+    if "alloc_mem" in ops:
+        out = ctypes.c_void_p()
 
-    def raw_alloc() -> None:
-        ok(lib.ccoMemAlloc(h, 1 << 16, ctypes.byref(out)))
-        ok(lib.ccoMemFree(h, out.value))
+        def raw_alloc() -> None:
+            ok(lib.ccoMemAlloc(h, 1 << 16, ctypes.byref(out)))
+            ok(lib.ccoMemFree(h, out.value))
 
-    report("alloc_mem", *timed_rounds(comm, raw_alloc, lambda: comm.alloc_mem(1 << 16).free(),
-                                      iters(1000)))
+        report("alloc_mem", *timed_rounds(comm, raw_alloc, lambda: comm.alloc_mem(1 << 16).free(),
+                                          iters(1000)))
 
     # --- register_window (+ deregister), over one allocation
-    mem = comm.alloc_mem(1 << 20)
-    win = ctypes.c_void_p()
+    if "register_window" in ops:
+        mem = comm.alloc_mem(1 << 20)
+        win = ctypes.c_void_p()
 
-    def raw_window() -> None:
-        ok(lib.ccoWindowRegister(h, mem.ptr, 1 << 20, ctypes.byref(win)))
-        ok(lib.ccoWindowDeregister(h, win.value))
+        def raw_window() -> None:
+            ok(lib.ccoWindowRegister(h, mem.ptr, 1 << 20, ctypes.byref(win)))
+            ok(lib.ccoWindowDeregister(h, win.value))
 
-    report("register_window", *timed_rounds(comm, raw_window,
-                                            lambda: comm.register_window(mem).deregister(), iters(200)))
-    mem.free()
+        report("register_window", *timed_rounds(comm, raw_window,
+                                                lambda: comm.register_window(mem).deregister(), iters(200)))
+        mem.free()
 
     # --- create_dev_comm (+ device copy + destroy)
-    reqs = CCODevCommRequirements(gda_connection_type=cco.GDA_CONNECTION_NONE)
-    dc = _abi.DevCommStruct()
-    dptr = ctypes.c_void_p()
+    if "create_dev_comm" in ops:
+        reqs = CCODevCommRequirements(gda_connection_type=cco.GDA_CONNECTION_NONE)
+        dc = _abi.DevCommStruct()
+        dptr = ctypes.c_void_p()
 
-    def raw_devcomm() -> None:
-        ok(lib.ccoDevCommCreate(h, ctypes.byref(reqs), ctypes.byref(dc)))
-        ok(lib.ccoDevCommCopyToDevice(h, ctypes.byref(dc), ctypes.byref(dptr)))
-        ok(lib.ccoDevCommDestroy(h, ctypes.byref(dc)))
+        def raw_devcomm() -> None:
+            ok(lib.ccoDevCommCreate(h, ctypes.byref(reqs), ctypes.byref(dc)))
+            ok(lib.ccoDevCommCopyToDevice(h, ctypes.byref(dc), ctypes.byref(dptr)))
+            ok(lib.ccoDevCommDestroy(h, ctypes.byref(dc)))
 
-    report("create_dev_comm", *timed_rounds(comm, raw_devcomm,
-                                            lambda: comm.create_dev_comm(reqs).destroy(), iters(50)))
+        report("create_dev_comm", *timed_rounds(comm, raw_devcomm,
+                                                lambda: comm.create_dev_comm(reqs).destroy(), iters(50)))
 
     # --- init (create + destroy): every rank needs the same fresh id per
     # call, so rank 0 mints them all up front and allgather hands them out.
-    count = iters(20) if n == 1 else max(5, int(10 * args.scale))
-    count += 2  # the warm-up pair of timed_rounds
-    ids = []
-    for _ in range(2 * count):
-        mine = bytes(Communicator.get_unique_id()) if rank == 0 else bytes(128)
-        ids.append(UniqueId(comm.allgather(mine)[0]))
-    it_raw, it_py = iter(ids[0::2]), iter(ids[1::2])
-    new = ctypes.c_void_p()
+    if "init" in ops:
+        count = iters(20) if n == 1 or args.iters else max(5, int(10 * args.scale))
+        count += 2  # the warm-up pair of timed_rounds
+        ids = []
+        for _ in range(2 * count):
+            mine = bytes(Communicator.get_unique_id()) if rank == 0 else bytes(128)
+            ids.append(UniqueId(comm.allgather(mine)[0]))
+        it_raw, it_py = iter(ids[0::2]), iter(ids[1::2])
+        new = ctypes.c_void_p()
 
-    def raw_init() -> None:
-        ok(lib.ccoCommCreate(next(it_raw)._struct(), n, rank, vmm, ctypes.byref(new)))
-        ok(lib.ccoCommDestroy(new.value))
+        def raw_init() -> None:
+            ok(lib.ccoCommCreate(next(it_raw)._struct(), n, rank, vmm, ctypes.byref(new)))
+            ok(lib.ccoCommDestroy(new.value))
 
-    def py_init() -> None:
-        Communicator.init(n, rank, next(it_py), per_rank_vmm=vmm).destroy()
+        def py_init() -> None:
+            Communicator.init(n, rank, next(it_py), per_rank_vmm=vmm).destroy()
 
-    report("init", *timed_rounds(comm, raw_init, py_init, count - 2, rounds=min(5, count - 2)))
+        report("init", *timed_rounds(comm, raw_init, py_init, count - 2, rounds=min(5, count - 2)))
     comm.destroy()
     return 0
 

@@ -1,27 +1,40 @@
-// SDMA benchmarks, two ranks on one GPU under MPS (ccorun -n 2 cco-bench-sdma):
+// SDMA benchmarks, two ranks on one GPU under MPS:
 //
-// 1. sdma_put_bw: rank 0's kernel posts N puts of S bytes to rank 1 on one
-//    queue and waits for them (ccoSdmaQuietQueue), next to cudaMemcpyAsync
-//    of the same N x S into the same peer window from the host, same run.
-//    N = 8, and N = a stream deep enough to move 512 MiB (at most 256, the
-//    ring depth): the first shows the fixed cost, the second the rate.
-// 2. sdma_latency: ping-pong of 1 KiB signalled puts between the two ranks'
-//    kernels; half a round trip is one put until its signal is seen. Next
-//    to the naive floor measured in the same run: a kernel writes a request
-//    to host-mapped memory, a host thread sees it, calls cudaMemcpyAsync
-//    (1 KiB) and cuStreamWriteValue32 of a flag, the kernel sees the flag.
-// 3. sdma_issue_interval: one thread posts 4096 1 KiB puts on one queue
-//    without signals and then waits for them; time per put.
-// 4. sdma_overlap: a compute-bound kernel (FMA chains, one block per SM)
-//    alone, then while SDMA moves 1 GiB into the peer's window, then while
-//    an SM copy kernel (the LSA path) moves the same 1 GiB: slowdowns.
-#include <cuda.h>
+//   ccorun -n 2 cco-bench-sdma [-b 1K] [-e 1G] [-f 4] [-n N] [-w N] [put] [latency] [issue] [overlap]
+//
+// 1. put (op sdma_put): rank 0's kernel posts N puts of S bytes to rank 1 on
+//    one queue and waits for them (ccoSdmaQuietQueue), next to
+//    cudaMemcpyAsync of the same N x S into the same peer window from the
+//    host, same run. N = 8 (burst "8"), and N = a stream deep enough to move
+//    512 MiB (at most 256, the ring depth; burst "deep"): the first shows the
+//    fixed cost, the second the rate. Medians of -n trials (5) after -w (0).
+// 2. latency (op sdma_latency): ping-pong of 1 KiB signalled puts between
+//    the two ranks' kernels, -n round trips (2000); half a round trip is one
+//    put until its signal is seen. Next to the naive floor measured in the
+//    same run: a kernel writes a request to host-mapped memory, a host
+//    thread sees it, calls cudaMemcpyAsync (1 KiB) and cuStreamWriteValue32
+//    of a flag, the kernel sees the flag.
+// 3. issue (op sdma_issue_interval): one thread posts -n (4096) 1 KiB puts
+//    on one queue without signals and then waits for them; time per put.
+// 4. overlap (op sdma_overlap): a compute-bound kernel (FMA chains, one
+//    block per SM) alone, then while SDMA moves 1 GiB into the peer's
+//    window, then while an SM copy kernel (the LSA path) moves the same
+//    1 GiB; medians of -n trials (5).
+// One JSON line per measurement (bench_json.h).
+#include <cuda.h>  // types of the driver call below; the program does not link libcuda
 #include <pthread.h>
 
 #include "bench_common.cuh"
 #include "cco/cco_sdma.h"
 
 static ccoComm* comm;
+static const char* const kOps[] = {"put", "latency", "issue", "overlap", NULL};
+static const size_t kOverlapBytes = 1u << 30;
+
+// cuStreamWriteValue32 through the runtime, so that the program starts on a
+// machine without libcuda.so.1 and can say that there is no driver.
+typedef CUresult (*write_value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+static write_value32_fn g_writeValue32;
 
 __global__ void put_burst(ccoDevComm dc, ccoWindow_t win, int peer, size_t bytes, int count, size_t dstOff,
                           int* status) {
@@ -91,12 +104,19 @@ static void* naive_host(void* arg) {
     while (*c->request < (uint32_t)i) {
     }
     cudaMemcpyAsync(c->dst, c->src, 1024, cudaMemcpyDeviceToDevice, c->stream);
-    cuStreamWriteValue32(c->stream, c->flag, (cuuint32_t)i, CU_STREAM_WRITE_VALUE_DEFAULT);
+    g_writeValue32((CUstream)c->stream, c->flag, (cuuint32_t)i, CU_STREAM_WRITE_VALUE_DEFAULT);
   }
   return NULL;
 }
 
 static double naive_floor_us(void* dst, const void* src, int iters) {
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  CUDA_OK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", (void**)&g_writeValue32, 12000, cudaEnableDefault,
+                                           &found));
+  if (found != cudaDriverEntryPointSuccess || !g_writeValue32) {
+    fprintf(stderr, "cco-bench-sdma: the driver has no cuStreamWriteValue32\n");
+    exit(1);
+  }
   uint32_t* req = NULL;
   uint32_t* flag = NULL;
   CUDA_OK(cudaHostAlloc(&req, 64, cudaHostAllocMapped));
@@ -123,13 +143,169 @@ static double naive_floor_us(void* dst, const void* src, int iters) {
   return us;
 }
 
-int main(void) {
-  setenv("CCO_PLATFORM", "cuda", 1);
+static void bench_put(const bench_sweep* sw, int trials, int warmup, int size, ccoDevComm dc, ccoWindow_t win,
+                      void* local, void* peerDst, size_t dstOff, int* status, cudaStream_t st) {
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  double* sdma = (double*)calloc((size_t)trials, sizeof(double));
+  double* ref = (double*)calloc((size_t)trials, sizeof(double));
+  for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
+    size_t deep = (512u << 20) / bytes;
+    int counts[2] = {8, (int)(deep < 8 ? 8 : deep > 256 ? 256 : deep)};
+    for (int c = 0; c < 2; c++) {
+      const int count = counts[c];
+      if (c == 1 && count == counts[0]) break;
+      for (int t = -warmup; t < trials; t++) {
+        int host = 1;
+        CUDA_OK(cudaEventRecord(e0, st));
+        put_burst<<<1, 1, 0, st>>>(dc, win, 1, bytes, count, dstOff, status);
+        CUDA_OK(cudaEventRecord(e1, st));
+        CUDA_OK(cudaEventSynchronize(e1));
+        CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
+        if (t >= 0) sdma[t] = host ? 1e30 : bench_elapsed_ms(e0, e1);
+        CUDA_OK(cudaEventRecord(e0, st));
+        for (int i = 0; i < count; i++)
+          CUDA_OK(cudaMemcpyAsync(peerDst, local, bytes, cudaMemcpyDeviceToDevice, st));
+        CUDA_OK(cudaEventRecord(e1, st));
+        CUDA_OK(cudaEventSynchronize(e1));
+        if (t >= 0) ref[t] = bench_elapsed_ms(e0, e1);
+      }
+      double sMs = bench_median(sdma, trials), rMs = bench_median(ref, trials);
+      bench_line l;
+      bench_line_start(&l, "sdma", "sdma_put", (long long)bytes, size, trials);
+      bench_line_str(&l, "burst", c == 0 ? "8" : "deep");
+      bench_line_int(&l, "puts_in_flight", count);
+      bench_line_emit(&l, "GBps", (double)bytes * count / (sMs * 1e-3) / 1e9, NULL);
+      bench_line_emit(&l, "GBps", (double)bytes * count / (rMs * 1e-3) / 1e9, "cudaMemcpyAsync");
+    }
+  }
+  free(sdma);
+  free(ref);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+}
+
+static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, size_t dstOff, int* status,
+                        cudaStream_t st) {
+  const int trials = 5;
+  double ms[trials];
+  int host = 0, bad = 0;
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  for (int t = 0; t < trials; t++) {
+    CUDA_OK(cudaEventRecord(e0, st));
+    issue_stream<<<1, 1, 0, st>>>(dc, win, 1, count, dstOff, status);
+    CUDA_OK(cudaEventRecord(e1, st));
+    CUDA_OK(cudaEventSynchronize(e1));
+    CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
+    bad |= host;
+    ms[t] = bench_elapsed_ms(e0, e1);
+  }
+  bench_line l;
+  bench_line_start(&l, "sdma", "sdma_issue_interval", 1024, size, count);
+  bench_line_int(&l, "trials", trials);
+  bench_line_int(&l, "bad_status", bad);
+  bench_line_emit(&l, "us", bench_median(ms, trials) * 1e3 / count, NULL);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+}
+
+static void bench_overlap(int trials, int size, ccoDevComm dc, ccoWindow_t win, void* local, void* peerDst,
+                          size_t dstOff, int* status, cudaStream_t st) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  float* sink;
+  CUDA_OK(cudaMalloc(&sink, 64));
+  cudaStream_t side;
+  CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  cudaEvent_t c0, c1;
+  CUDA_OK(cudaEventCreate(&c0));
+  CUDA_OK(cudaEventCreate(&c1));
+  const int iters = 400000;
+  double* t[3];
+  for (int mode = 0; mode < 3; mode++) t[mode] = (double*)calloc((size_t)trials, sizeof(double));
+  int bad = 0;
+  for (int trial = 0; trial < trials; trial++)
+    for (int mode = 0; mode < 3; mode++) {
+      CUDA_OK(cudaEventRecord(c0, st));
+      compute_kernel<<<sms, 256, 0, st>>>(sink, iters);
+      CUDA_OK(cudaEventRecord(c1, st));
+      if (mode == 1) put_burst<<<1, 1, 0, side>>>(dc, win, 1, kOverlapBytes / 64, 64, dstOff, status);
+      if (mode == 2)
+        sm_copy_kernel<<<sms, 1024, 0, side>>>((uint4*)peerDst, (const uint4*)local, kOverlapBytes / sizeof(uint4));
+      CUDA_OK(cudaEventSynchronize(c1));
+      CUDA_OK(cudaStreamSynchronize(side));
+      if (mode == 1) {
+        int host = 0;
+        CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
+        bad |= host;
+      }
+      t[mode][trial] = bench_elapsed_ms(c0, c1);
+    }
+  // The compute kernel's time: alone, beside SDMA (cco's figure), beside an SM copy.
+  static const char* const refs[3] = {"compute_alone", NULL, "sm_copy"};
+  for (int mode = 0; mode < 3; mode++) {
+    bench_line l;
+    bench_line_start(&l, "sdma", "sdma_overlap", (long long)kOverlapBytes, size, trials);
+    bench_line_int(&l, "compute_iters", iters);
+    if (mode == 1) bench_line_int(&l, "bad_status", bad);
+    bench_line_emit(&l, "ms", bench_median(t[mode], trials), refs[mode]);
+    free(t[mode]);
+  }
+  cudaStreamDestroy(side);
+  cudaFree(sink);
+  cudaEventDestroy(c0);
+  cudaEventDestroy(c1);
+}
+
+// Ranks 0 and 1 ping-pong; then rank 0 measures the naive floor. Every rank calls it.
+static void bench_latency(int iters, int lsaRank, int size, ccoDevComm dc, ccoWindow_t win, void* local,
+                          size_t dstOff, int* status, cudaStream_t st) {
+  if (lsaRank >= 2) {
+    CCO_OK(ccoBarrierAll(comm));
+    CCO_OK(ccoBarrierAll(comm));
+    return;
+  }
+  uint64_t base = 0;  // fresh device communicator: signal slot (peer, queue 1) starts at 0
+  int host = 1;
+  CCO_OK(ccoBarrierAll(comm));
+  double t0 = bench_now_s();
+  ping_pong<<<1, 1, 0, st>>>(dc, win, lsaRank == 0 ? 1 : 0, lsaRank == 0, iters, base, status);
+  CUDA_OK(cudaStreamSynchronize(st));
+  double halfRtt = (bench_now_s() - t0) * 1e6 / iters / 2;
+  CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
+  CCO_OK(ccoBarrierAll(comm));
+  if (lsaRank == 0) {
+    double floorUs = naive_floor_us((char*)local + dstOff, local, iters);
+    bench_line l;
+    bench_line_start(&l, "sdma", "sdma_latency", 1024, size, iters);
+    bench_line_int(&l, "bad_status", host);
+    bench_line_emit(&l, "us", halfRtt, NULL);
+    bench_line_start(&l, "sdma", "sdma_latency", 1024, size, iters);
+    bench_line_emit(&l, "us", floorUs, "naive_floor");
+  }
+}
+
+int main(int argc, char** argv) {
+  bench_args a = {0};
+  a.program = "cco-bench-sdma";
+  a.about = "SDMA puts posted by kernels: bandwidth, latency, issue interval, overlap, beside references (ccorun -n 2).";
+  a.takes = BENCH_TAKES_SIZES | BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
+  a.ops = kOps;
+  a.defaults = "put: -b 1K -e 1G -f 4, -n 5 trials, -w 0; latency: -n 2000; issue: -n 4096 puts; overlap: -n 5 trials";
+  int rc = bench_args_parse(&a, argc, argv);
+  if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
+  bench_sweep sw = bench_args_sweep(&a, 1024, 1u << 30, 4);
   // Kernels here wait for work of kernels launched after them. With lazy
   // module loading (CUDA's default) the first launch of a kernel loads it,
   // and loading waits for the running kernels: the waiter would starve the
-  // launch it waits for. Load every kernel at start instead.
+  // launch it waits for. Load every kernel at start instead (set before the
+  // driver starts, in bench_require_gpu).
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  bench_require_gpu(a.program);
+  setenv("CCO_PLATFORM", "cuda", 1);
   CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0));
   CCO_OK(ccoCommCreateFromEnv(0, &comm));
@@ -146,136 +322,32 @@ int main(void) {
   reqs.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm dc;
   CCO_OK(ccoDevCommCreate(comm, &reqs, &dc));
-  const size_t maxBytes = 1u << 30;
+  // Sources in the first half of the window, destinations in the second.
+  const size_t half = sw.max > kOverlapBytes ? sw.max : kOverlapBytes;
   ccoWindow_t win;
   void* local;
-  CCO_OK(ccoWindowRegisterAlloc(comm, 2 * maxBytes, &win, &local));
-  CUDA_OK(cudaMemset(local, 1, maxBytes));
+  CCO_OK(ccoWindowRegisterAlloc(comm, 2 * half, &win, &local));
+  CUDA_OK(cudaMemset(local, 1, half));
   int* status;
   CUDA_OK(cudaMalloc(&status, sizeof(int)));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
   CCO_OK(ccoBarrierAll(comm));
 
-  // 1. bandwidth (rank 0 only; the other ranks wait at the barrier).
+  // Rank 0 only; the other ranks wait at the barrier.
   if (lsaRank == 0) {
     void* peerDst = NULL;
-    CCO_OK(ccoGetPeerPtr(comm, (char*)local + maxBytes, 1, &peerDst));
-    for (size_t bytes = 1024; bytes <= maxBytes; bytes *= 4) {
-      size_t deep = (512u << 20) / bytes;
-      int counts[2] = {8, (int)(deep < 8 ? 8 : deep > 256 ? 256 : deep)};
-      for (int c = 0; c < 2; c++) {
-        const int count = counts[c], trials = 5;
-        if (c == 1 && count == counts[0]) break;
-        double sdma[trials], ref[trials];
-        for (int t = 0; t < trials; t++) {
-          int host = 1;
-          cudaEventRecord(e0, st);
-          put_burst<<<1, 1, 0, st>>>(dc, win, 1, bytes, count, maxBytes, status);
-          cudaEventRecord(e1, st);
-          CUDA_OK(cudaEventSynchronize(e1));
-          CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
-          sdma[t] = host ? 1e30 : bench_elapsed_ms(e0, e1);
-          cudaEventRecord(e0, st);
-          for (int i = 0; i < count; i++) cudaMemcpyAsync(peerDst, local, bytes, cudaMemcpyDeviceToDevice, st);
-          cudaEventRecord(e1, st);
-          CUDA_OK(cudaEventSynchronize(e1));
-          ref[t] = bench_elapsed_ms(e0, e1);
-        }
-        double sMs = bench_median(sdma, trials), rMs = bench_median(ref, trials);
-        double sGB = (double)bytes * count / (sMs * 1e-3) / 1e9, rGB = (double)bytes * count / (rMs * 1e-3) / 1e9;
-        printf("{\"bench\":\"sdma_put_bw\",\"bytes\":%zu,\"puts_in_flight\":%d,\"sdma_GBps\":%.2f,"
-               "\"ref_cudaMemcpyAsync_GBps\":%.2f,\"ratio\":%.3f}\n",
-               bytes, count, sGB, rGB, sGB / rGB);
-        fflush(stdout);
-      }
-    }
-    // 3. issue interval.
-    {
-      const int count = 4096, trials = 5;
-      double ms[trials];
-      int host = 0, bad = 0;
-      for (int t = 0; t < trials; t++) {
-        cudaEventRecord(e0, st);
-        issue_stream<<<1, 1, 0, st>>>(dc, win, 1, count, maxBytes, status);
-        cudaEventRecord(e1, st);
-        CUDA_OK(cudaEventSynchronize(e1));
-        CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
-        bad |= host;
-        ms[t] = bench_elapsed_ms(e0, e1);
-      }
-      printf("{\"bench\":\"sdma_issue_interval\",\"bytes\":1024,\"puts\":%d,\"us_per_put\":%.3f,"
-             "\"bad_status\":%d}\n",
-             count, bench_median(ms, trials) * 1e3 / count, bad);
-      fflush(stdout);
-    }
-    // 4. overlap.
-    {
-      int sms = 0;
-      CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-      float* sink;
-      CUDA_OK(cudaMalloc(&sink, 64));
-      cudaStream_t side;
-      CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-      cudaEvent_t c0, c1;
-      cudaEventCreate(&c0);
-      cudaEventCreate(&c1);
-      const int iters = 400000;
-      double t[3][5];
-      int bad = 0;
-      for (int trial = 0; trial < 5; trial++)
-        for (int mode = 0; mode < 3; mode++) {
-          cudaEventRecord(c0, st);
-          compute_kernel<<<sms, 256, 0, st>>>(sink, iters);
-          cudaEventRecord(c1, st);
-          if (mode == 1) put_burst<<<1, 1, 0, side>>>(dc, win, 1, 16u << 20, 64, maxBytes, status);
-          if (mode == 2)
-            sm_copy_kernel<<<sms, 1024, 0, side>>>((uint4*)peerDst, (const uint4*)local, maxBytes / sizeof(uint4));
-          CUDA_OK(cudaEventSynchronize(c1));
-          CUDA_OK(cudaStreamSynchronize(side));
-          if (mode == 1) {
-            int host = 0;
-            CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
-            bad |= host;
-          }
-          t[mode][trial] = bench_elapsed_ms(c0, c1);
-        }
-      double alone = bench_median(t[0], 5), withSdma = bench_median(t[1], 5), withLsa = bench_median(t[2], 5);
-      printf("{\"bench\":\"sdma_overlap\",\"compute_alone_ms\":%.3f,\"with_sdma_1GiB_ms\":%.3f,"
-             "\"with_lsa_copy_1GiB_ms\":%.3f,\"sdma_slowdown\":%.3f,\"lsa_slowdown\":%.3f,\"bad_status\":%d}\n",
-             alone, withSdma, withLsa, withSdma / alone, withLsa / alone, bad);
-      fflush(stdout);
-      cudaStreamDestroy(side);
-      cudaFree(sink);
-    }
+    CCO_OK(ccoGetPeerPtr(comm, (char*)local + half, 1, &peerDst));
+    if (bench_args_want(&a, "put"))
+      bench_put(&sw, (int)bench_args_iters(&a, 5), (int)bench_args_warmup(&a, 0), size, dc, win, local, peerDst, half,
+                status, st);
+    if (bench_args_want(&a, "issue")) bench_issue((int)bench_args_iters(&a, 4096), size, dc, win, half, status, st);
+    if (bench_args_want(&a, "overlap"))
+      bench_overlap((int)bench_args_iters(&a, 5), size, dc, win, local, peerDst, half, status, st);
   }
   CCO_OK(ccoBarrierAll(comm));
-
-  // 2. latency: ranks 0 and 1 ping-pong; the others sit out.
-  if (lsaRank < 2) {
-    const int iters = 2000;
-    uint64_t base = 0;  // fresh device communicator: signal slot (peer, queue 1) starts at 0
-    int host = 1;
-    CCO_OK(ccoBarrierAll(comm));
-    double t0 = bench_now_s();
-    ping_pong<<<1, 1, 0, st>>>(dc, win, lsaRank == 0 ? 1 : 0, lsaRank == 0, iters, base, status);
-    CUDA_OK(cudaStreamSynchronize(st));
-    double halfRtt = (bench_now_s() - t0) * 1e6 / iters / 2;
-    CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
-    CCO_OK(ccoBarrierAll(comm));
-    if (lsaRank == 0) {
-      double floorUs = naive_floor_us((char*)local + maxBytes, local, iters);
-      printf("{\"bench\":\"sdma_latency\",\"bytes\":1024,\"iters\":%d,\"put_to_signal_us\":%.2f,"
-             "\"ref_naive_floor_us\":%.2f,\"ratio\":%.3f,\"bad_status\":%d}\n",
-             iters, halfRtt, floorUs, halfRtt / floorUs, host);
-    }
-  } else {
-    CCO_OK(ccoBarrierAll(comm));
-    CCO_OK(ccoBarrierAll(comm));
-  }
+  if (bench_args_want(&a, "latency"))
+    bench_latency((int)bench_args_iters(&a, 2000), lsaRank, size, dc, win, local, half, status, st);
   CCO_OK(ccoBarrierAll(comm));
   CCO_OK(ccoWindowDeregister(comm, win));
   CCO_OK(ccoDevCommDestroy(comm, &dc));

@@ -7,7 +7,8 @@
 #
 # Writes CCO_BUILD_DIR/bin/nvshmem_ref. NVSHMEM_HOME overrides the package
 # lookup; PYTHON picks the interpreter (default python3). Run it with
-#   NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 ccorun -n N CCO_BUILD_DIR/bin/nvshmem_ref
+#   python3 bench/cco_perf.py nvshmem --bin CCO_BUILD_DIR/bin
+# (or NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 ccorun -n N CCO_BUILD_DIR/bin/nvshmem_ref)
 # under MPS.
 set -eu
 build=${1:-/tmp/cco-build}
@@ -33,6 +34,8 @@ elif [ -e "$lib/libnvshmem_host.so.3" ]; then host=-l:libnvshmem_host.so.3
 else echo "no libnvshmem_host.so* in $lib" >&2; exit 1
 fi
 [ -e "$build/lib/libcco.so" ] || { echo "no $build/lib/libcco.so: build cco first" >&2; exit 1; }
+# The benchmarks' command line and JSON lines (bench_args.c, bench_json.c), built by cmake.
+[ -e "$build/lib/libcco_bench_util.a" ] || { echo "no $build/lib/libcco_bench_util.a: build cco first" >&2; exit 1; }
 # libcuda: the driver's, or the toolkit's stub (its soname loads the driver's).
 cudaroot=$(cd "$(dirname "$nvcc")/.." && pwd)
 stubs=$(find "$cudaroot/" -name libcuda.so -path '*stubs*' 2>/dev/null | head -1)
@@ -41,7 +44,7 @@ mkdir -p "$build/bin"
 out=$build/bin/nvshmem_ref
 set -x
 "$nvcc" -rdc=true -arch=sm_90 -O2 -std=c++17 -I"$inc" -I"$src/include" "$src/bench/nvshmem_ref.cu" -o "$out" \
-  -L"$build/lib" -lcco -L"$lib" "$host" -lnvshmem_device $stubdir -lcuda \
+  -L"$build/lib" -lcco -lcco_bench_util -L"$lib" "$host" -lnvshmem_device $stubdir -lcuda \
   -Xlinker -rpath,"$lib" -Xlinker -rpath,"$build/lib"
 set +x
 echo "built $out"

@@ -3,17 +3,20 @@
 //
 //   bash bench/build_nvshmem_ref.sh BUILD_DIR      (on the GPU machine)
 //   NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 ccorun -n N BUILD_DIR/bin/nvshmem_ref
+//       [-b 256M] [-e 256M] [-n N] [-w N] [put] [pingpong] [barrier]
 //
-// JSON lines from PE 0 with bench_lsa's keys prefixed "nvshmem_":
-// 1. nvshmem_lsa_put_bw: nvshmemx_putmem_nbi_block, one 1024-thread block
-//    per SM, each block putting its share of 256 MiB to PE (pe + 1) % npes,
-//    then nvshmem_quiet; beside cudaMemcpy device-to-device of the same
-//    bytes. writers=1 (PE 0 alone) and writers=N (every PE at once).
-// 2. nvshmem_signal_pingpong: PEs 0 and 1, one thread each, variant
+// JSON lines from PE 0 (bench_json.h) with bench_lsa's ops and the reference
+// "nvshmem", so that they sit beside cco's figures:
+// 1. put (op lsa_put): nvshmemx_putmem_nbi_block, one 1024-thread block per
+//    SM, each block putting its share of each size (default 256 MiB) to PE
+//    (pe + 1) % npes, then nvshmem_quiet; beside cudaMemcpy device-to-device
+//    of the same bytes. writers=1 (PE 0 alone) and writers=N (every PE at
+//    once).
+// 2. pingpong (op signal_pingpong): PEs 0 and 1, one thread each, variant
 //    "signal_op" (nvshmemx_signal_op SET + nvshmem_signal_wait_until GE) and
 //    "putmem_signal" (8-byte nvshmem_putmem_signal_nbi + wait).
-// 3. nvshmem_lsa_barrier: nvshmemx_barrier_all_block, 10000 times in one
-//    kernel of one 128-thread block per PE (nvshmemx_collective_launch).
+// 3. barrier (op lsa_barrier): nvshmemx_barrier_all_block, -n times (10000)
+//    in one kernel of one 128-thread block per PE (nvshmemx_collective_launch).
 //
 // Bootstrap: PE 0's nvshmemx_uniqueid_t travels through a cco communicator
 // on the host platform (ccoBootstrapAllGather); then
@@ -37,7 +40,7 @@ __device__ static inline uint64_t clock_ns(void) {
   return t;
 }
 
-static const size_t kPutBytes = 256u << 20;
+static const char* const kOps[] = {"put", "pingpong", "barrier", NULL};
 
 // Slowest PE's value, every PE taking part (through the cco host comm).
 static double slowest(double mine, int npes) {
@@ -60,53 +63,56 @@ __global__ void put_kernel(char* dst, const char* src, size_t bytes, int pe) {
   if (threadIdx.x == 0) nvshmem_quiet();
 }
 
-static void bench_put(int mype, int npes, char* symSrc, char* symDst, void* refSrc, void* refDst, cudaStream_t st) {
+static void bench_put(const bench_sweep* sw, int iters, int warmup, int mype, int npes, char* symSrc, char* symDst,
+                      void* refSrc, void* refDst, cudaStream_t st) {
   int sms = 0;
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int blocks = sms, threads = 1024, iters = 10, trials = 7;
+  const int blocks = sms, threads = 1024, trials = 7;
   int peer = (mype + 1) % npes;
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
-  for (int all = 0; all < 2; all++) {
-    int active = all || mype == 0;
-    double put[trials], ref[trials];
-    if (active) {
-      put_kernel<<<blocks, threads, 0, st>>>(symDst, symSrc, kPutBytes, peer);
-      CUDA_OK(cudaMemcpyAsync(refDst, refSrc, kPutBytes, cudaMemcpyDeviceToDevice, st));
+  for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
+    for (int all = 0; all < 2; all++) {
+      int active = all || mype == 0;
+      double put[trials], ref[trials];
+      for (int i = 0; active && i < warmup; i++) {
+        put_kernel<<<blocks, threads, 0, st>>>(symDst, symSrc, bytes, peer);
+        CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
+      }
       CUDA_OK(cudaStreamSynchronize(st));
-    }
-    for (int t = 0; t < trials; t++) {
-      for (int kind = 0; kind < 2; kind++) {
-        CCO_OK(ccoBarrierAll(comm));
-        double ms = 0;
-        if (active) {
-          CUDA_OK(cudaEventRecord(e0, st));
-          for (int i = 0; i < iters; i++) {
-            if (kind == 0) put_kernel<<<blocks, threads, 0, st>>>(symDst, symSrc, kPutBytes, peer);
-            else CUDA_OK(cudaMemcpyAsync(refDst, refSrc, kPutBytes, cudaMemcpyDeviceToDevice, st));
+      for (int t = 0; t < trials; t++) {
+        for (int kind = 0; kind < 2; kind++) {
+          CCO_OK(ccoBarrierAll(comm));
+          double ms = 0;
+          if (active) {
+            CUDA_OK(cudaEventRecord(e0, st));
+            for (int i = 0; i < iters; i++) {
+              if (kind == 0) put_kernel<<<blocks, threads, 0, st>>>(symDst, symSrc, bytes, peer);
+              else CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
+            }
+            CUDA_OK(cudaEventRecord(e1, st));
+            CUDA_OK(cudaEventSynchronize(e1));
+            CUDA_OK(cudaGetLastError());
+            ms = bench_elapsed_ms(e0, e1) / iters;
           }
-          CUDA_OK(cudaEventRecord(e1, st));
-          CUDA_OK(cudaEventSynchronize(e1));
-          CUDA_OK(cudaGetLastError());
-          float f = 0;
-          cudaEventElapsedTime(&f, e0, e1);
-          ms = f / iters;
+          ms = all ? slowest(ms, npes) : ms;
+          (kind == 0 ? put : ref)[t] = ms;
         }
-        ms = all ? slowest(ms, npes) : ms;
-        (kind == 0 ? put : ref)[t] = ms;
+      }
+      double putMs = bench_median(put, trials), refMs = bench_median(ref, trials);
+      int writers = all ? npes : 1;
+      if (mype == 0) {
+        bench_line l;
+        bench_line_start(&l, "nvshmem", "lsa_put", (long long)bytes, npes, iters);
+        bench_line_int(&l, "writers", writers);
+        bench_line_int(&l, "trials", trials);
+        bench_line_int(&l, "blocks", blocks);
+        bench_line_int(&l, "threads", threads);
+        bench_line_emit(&l, "GBps", (double)bytes * writers / (putMs * 1e-3) / 1e9, "nvshmem");
+        bench_line_emit(&l, "GBps", (double)bytes * writers / (refMs * 1e-3) / 1e9, "cudaMemcpy");
       }
     }
-    double putMs = bench_median(put, trials), refMs = bench_median(ref, trials);
-    int writers = all ? npes : 1;
-    double gbPut = (double)kPutBytes * writers / (putMs * 1e-3) / 1e9;
-    double gbRef = (double)kPutBytes * writers / (refMs * 1e-3) / 1e9;
-    if (mype == 0)
-      printf("{\"bench\":\"nvshmem_lsa_put_bw\",\"ranks\":%d,\"writers\":%d,\"bytes\":%zu,\"blocks\":%d,"
-             "\"threads\":%d,\"nvshmem_put_GBps\":%.1f,\"ref_cudaMemcpy_d2d_GBps\":%.1f,\"nvshmem_ratio\":%.3f,"
-             "\"nvshmem_put_ms\":%.4f,\"ref_ms\":%.4f}\n",
-             npes, writers, kPutBytes, blocks, threads, gbPut, gbRef, gbPut / gbRef, putMs, refMs);
-    fflush(stdout);
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
@@ -134,9 +140,8 @@ __global__ void pingpong(uint64_t* sig, uint64_t* data, int role, int variant, u
   *ns = clock_ns() - t0;
 }
 
-static void bench_pingpong(int mype, int npes, uint64_t* sig, uint64_t* data, cudaStream_t st,
-                           unsigned long long* dNs) {
-  const uint32_t warm = 1000, iters = 20000;
+static void bench_pingpong(uint32_t iters, uint32_t warm, int mype, int npes, uint64_t* sig, uint64_t* data,
+                           cudaStream_t st, unsigned long long* dNs) {
   const int trials = 5;
   const char* names[2] = {"signal_op", "putmem_signal"};
   uint64_t base = 0;
@@ -155,11 +160,14 @@ static void bench_pingpong(int mype, int npes, uint64_t* sig, uint64_t* data, cu
       base += warm + iters;
     }
     double m = bench_median(v, trials);
-    if (mype == 0)
-      printf("{\"bench\":\"nvshmem_signal_pingpong\",\"ranks\":%d,\"variant\":\"%s\",\"iters\":%u,"
-             "\"nvshmem_half_rtt_us\":%.3f,\"nvshmem_min_half_rtt_us\":%.3f}\n",
-             npes, names[variant], iters, m, v[0]);
-    fflush(stdout);
+    if (mype == 0) {
+      bench_line l;
+      bench_line_start(&l, "nvshmem", "signal_pingpong", BENCH_NO_BYTES, npes, iters);
+      bench_line_int(&l, "trials", trials);
+      bench_line_str(&l, "variant", names[variant]);
+      bench_line_num(&l, "min_us", v[0]); // bench_median sorted it
+      bench_line_emit(&l, "us", m, "nvshmem");
+    }
   }
 }
 
@@ -174,8 +182,8 @@ __global__ void barrier_kernel(uint32_t warm, uint32_t iters, unsigned long long
   if (threadIdx.x == 0) *ns = clock_ns() - t0;
 }
 
-static void bench_barrier(int mype, int npes, cudaStream_t st, unsigned long long* dNs) {
-  uint32_t warm = 200, iters = 10000;
+static void bench_barrier(uint32_t iters, uint32_t warm, int mype, int npes, cudaStream_t st,
+                          unsigned long long* dNs) {
   const int threads = 128, trials = 5;
   double v[trials];
   const char* launch = "nvshmemx_collective_launch";
@@ -194,14 +202,29 @@ static void bench_barrier(int mype, int npes, cudaStream_t st, unsigned long lon
     v[t] = slowest(ns * 1e-3 / iters, npes);
   }
   double m = bench_median(v, trials);
-  if (mype == 0)
-    printf("{\"bench\":\"nvshmem_lsa_barrier\",\"ranks\":%d,\"scope\":\"block\",\"threads\":%d,\"iters\":%u,"
-           "\"nvshmem_barrier_us\":%.3f,\"launch\":\"%s\"}\n",
-           npes, threads, iters, m, launch);
-  fflush(stdout);
+  if (mype == 0) {
+    bench_line l;
+    bench_line_start(&l, "nvshmem", "lsa_barrier", BENCH_NO_BYTES, npes, iters);
+    bench_line_str(&l, "scope", "block");
+    bench_line_int(&l, "threads", threads);
+    bench_line_int(&l, "trials", trials);
+    bench_line_str(&l, "launch", launch);
+    bench_line_emit(&l, "us", m, "nvshmem");
+  }
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  bench_args a = {0};
+  a.program = "nvshmem_ref";
+  a.about = "NVSHMEM's put bandwidth, signal ping-pong and barrier: the reference of cco-bench-lsa (under ccorun).";
+  a.takes = BENCH_TAKES_SIZES | BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
+  a.ops = kOps;
+  a.sizeAlign = 16;
+  a.defaults = "put: -b 256M -e 256M, -n 10 per trial, -w 1; pingpong: -n 20000 -w 1000; barrier: -n 10000 -w 200";
+  int rc = bench_args_parse(&a, argc, argv);
+  if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
+  bench_sweep sw = bench_args_sweep(&a, 256u << 20, 256u << 20, 2);
+  bench_require_gpu(a.program);
   // NVSHMEM with several PEs per GPU under MPS: no NCCL, no NVLS, and full
   // multi-PE-per-GPU support although every PE may use all SMs.
   setenv("NVSHMEM_DISABLE_NCCL", "1", 0);
@@ -236,27 +259,29 @@ int main(void) {
   if (mype != rank || npes != size)
     fprintf(stderr, "warning: PE %d of %d is cco rank %d of %d\n", mype, npes, rank, size);
   if (npes < 2) {
-    if (mype == 0) printf("{\"bench\":\"nvshmem\",\"ranks\":%d,\"skipped\":\"needs 2 PEs\"}\n", npes);
+    if (mype == 0) fprintf(stderr, "nvshmem_ref: nothing measured: it needs 2 PEs\n");
     nvshmem_finalize();
     CCO_OK(ccoCommDestroy(comm));
     return 0;
   }
 
-  char* symSrc = (char*)nvshmem_malloc(kPutBytes);
-  char* symDst = (char*)nvshmem_malloc(kPutBytes);
+  // Only the put needs room for its sizes.
+  size_t putBytes = bench_args_want(&a, "put") ? sw.max : 16;
+  char* symSrc = (char*)nvshmem_malloc(putBytes);
+  char* symDst = (char*)nvshmem_malloc(putBytes);
   uint64_t* sig = (uint64_t*)nvshmem_malloc(4096);
   uint64_t* data = (uint64_t*)nvshmem_malloc(4096);
   if (!symSrc || !symDst || !sig || !data) {
     fprintf(stderr, "nvshmem_malloc failed (NVSHMEM_SYMMETRIC_SIZE?)\n");
     return 1;
   }
-  CUDA_OK(cudaMemset(symSrc, 1, kPutBytes));
+  CUDA_OK(cudaMemset(symSrc, 1, putBytes));
   CUDA_OK(cudaMemset(sig, 0, 4096));
   CUDA_OK(cudaMemset(data, 0, 4096));
   void *refSrc, *refDst;
-  CUDA_OK(cudaMalloc(&refSrc, kPutBytes));
-  CUDA_OK(cudaMalloc(&refDst, kPutBytes));
-  CUDA_OK(cudaMemset(refSrc, 1, kPutBytes));
+  CUDA_OK(cudaMalloc(&refSrc, putBytes));
+  CUDA_OK(cudaMalloc(&refDst, putBytes));
+  CUDA_OK(cudaMemset(refSrc, 1, putBytes));
   unsigned long long* dNs;
   CUDA_OK(cudaMalloc(&dNs, sizeof(*dNs)));
   cudaStream_t st;
@@ -264,9 +289,14 @@ int main(void) {
   CUDA_OK(cudaDeviceSynchronize());
   nvshmem_barrier_all();
 
-  bench_put(mype, npes, symSrc, symDst, refSrc, refDst, st);
-  bench_pingpong(mype, npes, sig, data, st, dNs);
-  bench_barrier(mype, npes, st, dNs);
+  if (bench_args_want(&a, "put"))
+    bench_put(&sw, (int)bench_args_iters(&a, 10), (int)bench_args_warmup(&a, 1), mype, npes, symSrc, symDst, refSrc,
+              refDst, st);
+  if (bench_args_want(&a, "pingpong"))
+    bench_pingpong((uint32_t)bench_args_iters(&a, 20000), (uint32_t)bench_args_warmup(&a, 1000), mype, npes, sig,
+                   data, st, dNs);
+  if (bench_args_want(&a, "barrier"))
+    bench_barrier((uint32_t)bench_args_iters(&a, 10000), (uint32_t)bench_args_warmup(&a, 200), mype, npes, st, dNs);
 
   CUDA_OK(cudaDeviceSynchronize());
   nvshmem_barrier_all();

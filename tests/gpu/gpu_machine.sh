@@ -34,29 +34,26 @@ if [ "$what" != bench ]; then
   echo "gpu tests rc=$?"; grep -E "^(ok|FAIL)|passed|cco-demo" "$out/gpu_tests.txt" | head -40
 fi
 if [ "$what" != tests ]; then
-  "$bin/cco-bench-bootstrap" 16 15 5000 | tee "$out/bench_bootstrap.jsonl"
+  # One way to run benchmarks: bench/cco_perf.py (docs/perf.md). Every JSON line
+  # goes to bench.jsonl (one date for the whole run), each program's own output
+  # under bench-logs/, the plots of bench/plot.py under plots/.
+  date=$(date -u +%Y-%m-%dT%H:%MZ)
+  rm -f "$out/bench.jsonl"
+  perf() { python3 bench/cco_perf.py "$@" --bin "$bin" --date "$date" --append -o "$out/bench.jsonl" \
+    --log-dir "$out/bench-logs"; echo "cco_perf $1 rc=$?"; }
+  perf bootstrap
+  # The NVSHMEM 3.4 reference (pip package nvidia-nvshmem-cu13); "gpu" runs it when built.
+  bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1 ||
+    { echo "nvshmem_ref: build failed (continuing); see $out/nvshmem_build.log:"; tail -20 "$out/nvshmem_build.log"; }
   mps_start
-  for n in 2 4 8; do "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-windows"; done | tee "$out/bench_windows.jsonl"
-  for n in 2 4 8; do "$bin/ccorun" -t 300 -n "$n" "$bin/cco-bench-lsa"; done | tee "$out/bench_lsa.jsonl"
-  # SDMA: put bandwidth against cudaMemcpyAsync, put-to-signal latency against the naive host floor.
-  "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-sdma" | tee "$out/bench_sdma.jsonl"
-  # GDA: proxy overhead against the raw ring round trip, put bandwidth and latency against the raw engine.
-  "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-gda" | tee "$out/bench_gda.jsonl"
-  # GDA and world barriers between two virtual hosts, against the raw engine's half round trip.
-  "$bin/ccorun" -t 300 -n 2 --virtual-hosts 2 "$bin/cco-bench-gda" barrier | tee -a "$out/bench_gda.jsonl"
-  # The same measurements with NVSHMEM 3.4 (pip package nvidia-nvshmem-cu13).
-  if bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1; then
-    for n in 2 4 8; do
-      NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 \
-        NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=${NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME:-lo} \
-        "$bin/ccorun" -t 300 -n "$n" "$bin/nvshmem_ref" 2>&1
-    done | tee "$out/nvshmem_ref.log" | grep '^{' >"$out/nvshmem_ref.jsonl"
-    cat "$out/nvshmem_ref.jsonl"
-  else
-    echo "nvshmem_ref: build failed (continuing); see $out/nvshmem_build.log:"
-    tail -20 "$out/nvshmem_build.log"
-  fi
+  # windows and LSA with 2, 4, 8 ranks; SDMA and GDA with 2 (GDA's barriers on two
+  # virtual hosts); NVSHMEM's LSA figures with 2, 4, 8: each beside its references.
+  perf gpu
   mps_stop
+  # shellcheck source=tests/scripts/pyvenv.sh
+  source tests/scripts/pyvenv.sh
+  cco_pyvenv "$build/pyvenv" matplotlib:matplotlib
+  "$CCO_PYTHON" bench/plot.py "$out/bench.jsonl" -o "$out/plots" || echo "plots: not drawn (see above)"
 fi
 # Several GPUs: the suite and the benchmarks again, one process per GPU.
 if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then

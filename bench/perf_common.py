@@ -1,0 +1,103 @@
+"""What the Python benchmarks, the perf driver and plot.py share (stdlib only).
+
+The same command-line rules as bench/bench_args.c: sizes with K/M/G suffixes
+(powers of 1024), -b/-e/-f/-i sweeps whose left-out ends keep each
+measurement's own default, -n/-w counts; and the JSON line format of
+bench/bench_json.h: one object per measurement, starting with COMMON_KEYS.
+"""
+import argparse
+import json
+import math
+import re
+from typing import Iterator, Optional
+
+# Keys every JSON line of a benchmark has, in this order (docs/perf.md).
+COMMON_KEYS = ("bench", "op", "bytes", "ranks", "iters", "metric", "value", "ref")
+
+_SIZE = re.compile(r"^([0-9]+)([KkMmGg]?)$")
+_SHIFT = {"": 0, "k": 10, "m": 20, "g": 30}
+
+
+def parse_size(text: str) -> int:
+    """'4096', '64K', '1M', '2G' -> bytes; ValueError otherwise."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"'{text}' is not a size (a number with an optional K, M or G suffix)")
+    return int(m.group(1)) << _SHIFT[m.group(2).lower()]
+
+
+def size_arg(text: str) -> int:
+    """argparse type: a size of at least one byte."""
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("the size must be at least 1 byte")
+    return value
+
+
+def int_arg(low: int, high: int):
+    """argparse type: an integer from low to high."""
+    def parse(text: str) -> int:
+        if not re.match(r"^-?[0-9]+$", text) or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(f"'{text}' is not an integer from {low} to {high}")
+        return int(text)
+    parse.__name__ = "integer"
+    return parse
+
+
+def add_sweep_args(parser: argparse.ArgumentParser, sizes: bool = True) -> None:
+    """-b/-e/-f/-i (when sizes) and -n/-w, each None when left out."""
+    if sizes:
+        parser.add_argument("-b", "--minbytes", type=size_arg, metavar="SIZE",
+                            help="smallest size (K, M, G suffixes: powers of 1024)")
+        parser.add_argument("-e", "--maxbytes", type=size_arg, metavar="SIZE", help="largest size")
+        step = parser.add_mutually_exclusive_group()
+        step.add_argument("-f", "--stepfactor", type=int_arg(2, 1024), metavar="N",
+                          help="multiply the size by N each step")
+        step.add_argument("-i", "--stepbytes", type=size_arg, metavar="SIZE", help="add SIZE each step instead")
+    parser.add_argument("-n", "--iters", type=int_arg(1, 10**9), metavar="N",
+                        help="timed iterations of each measurement")
+    parser.add_argument("-w", "--warmup", type=int_arg(0, 10**9), metavar="N", help="warm-up iterations")
+
+
+def check_sweep_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What argparse cannot see alone: -b past -e."""
+    lo, hi = getattr(args, "minbytes", None), getattr(args, "maxbytes", None)
+    if lo is not None and hi is not None and lo > hi:
+        parser.error(f"-b {lo} is more than -e {hi}")
+
+
+def sweep(args: argparse.Namespace, d_min: int, d_max: int, d_factor: int) -> Iterator[int]:
+    """The sizes asked for; left-out ends and step keep the measurement's defaults
+    (a given end moves the other one if they would cross), as bench_args_sweep does."""
+    lo = args.minbytes if args.minbytes is not None else d_min
+    hi = args.maxbytes if args.maxbytes is not None else d_max
+    if args.maxbytes is None and hi < lo:
+        hi = lo
+    if args.minbytes is None and lo > hi:
+        lo = hi
+    size = lo
+    while size <= hi:
+        yield size
+        if args.stepbytes:
+            size += args.stepbytes
+        else:
+            size *= args.stepfactor or d_factor
+
+
+def count(value: Optional[int], default: int) -> int:
+    """A -n or -w value, or the measurement's own default when left out."""
+    return default if value is None else value
+
+
+def json_line(bench: str, op: str, nbytes: Optional[int], ranks: int, iters: int, metric: str, value: float,
+              ref: Optional[str] = None, **extra) -> str:
+    """One measurement as a JSON line: COMMON_KEYS first, then the extras."""
+    # Six significant digits as the C programs print; JSON has no NaN or infinity.
+    number = float(f"{value:.6g}") if value is not None and math.isfinite(value) else None
+    obj = {"bench": bench, "op": op, "bytes": nbytes, "ranks": ranks, "iters": iters, "metric": metric,
+           "value": number, "ref": ref}
+    obj.update(extra)
+    return json.dumps(obj)
