@@ -129,7 +129,9 @@ def draw(plt, fam: Tuple, fixed, x: str, members: List[dict], path: str) -> str:
         cco = label.startswith("cco")
         ax.plot(xs, ys, marker="o" if cco else "s", linestyle="-" if cco else "--", linewidth=2 if cco else 1.3,
                 label=label)
-    if x == "bytes" or len({m["ranks"] for m in members}) > 1:
+    # A log axis cannot show a zero-byte point (a doorbell round trip): linear then.
+    positive = all(m[x] is not None and m[x] > 0 for m in members)
+    if positive and (x == "bytes" or len({m["ranks"] for m in members}) > 1):
         ax.set_xscale("log", base=2)
     ticks = sorted({m[x] for m in members if m[x] is not None})
     if ticks:
