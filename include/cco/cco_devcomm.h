@@ -118,8 +118,8 @@ typedef struct ccoDevComm {
   uint32_t gdaSignalCount;
   uint32_t gdaCounterCount;
   uint32_t gdaQueueDepth;
-  uint64_t sdma;     /* device address of SDMA state; 0 until the SDMA transport */
-  uint64_t gda;      /* device address of GDA state; 0 until the GDA transport */
+  uint64_t sdma;     /* device address of SDMA state; 0 when SDMA is off (CCO_ENABLE_SDMA=0) */
+  uint64_t gda;      /* device address of GDA state; 0 when the connection type gives no rank a peer */
   uint64_t handle;   /* host bookkeeping; opaque */
   uint32_t lsaScopeGpu; /* 1: every LSA peer is this GPU, so GPU-scope ordering suffices */
   uint32_t pad0;
