@@ -214,7 +214,7 @@ ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localP
  * and returns the device-visible descriptor kernels take. */
 ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win);
 
-/* The seeds' size-only form: ccoMemAlloc + ccoWindowRegister. The window
+/* The guide's size-only form (docs/design.md): ccoMemAlloc + ccoWindowRegister. The window
  * owns the memory: ccoWindowDeregister frees it. */
 ccoResult_t ccoWindowRegisterAlloc(ccoComm* comm, size_t size, ccoWindow_t* win, void** localPtr);
 
@@ -281,7 +281,7 @@ ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff
 #ifdef __cplusplus
 } /* extern "C" */
 
-/* The seeds' C++ overloads. */
+/* The guide's C++ overloads. */
 static inline ccoResult_t ccoWindowRegister(ccoComm* comm, size_t size, ccoWindow_t* win,
                                             void** localPtr) {
   return ccoWindowRegisterAlloc(comm, size, win, localPtr);
