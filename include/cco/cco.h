@@ -94,6 +94,14 @@ ccoResult_t ccoUniqueIdToString(const ccoUniqueId* id, char* str, size_t strSize
  * checked (magic, version, family) before it is written. */
 ccoResult_t ccoUniqueIdFromString(const char* str, ccoUniqueId* id);
 
+/* Room for ccoUniqueIdGetRootAddress's text, NUL included. */
+#define CCO_UNIQUE_ID_ADDRESS_STRING_BYTES 80
+/* Writes where the id says rank 0 listens, numeric: "192.0.2.7:23456", or
+ * "[fe80::1%eth0]:23456" for IPv6, into str (at least
+ * CCO_UNIQUE_ID_ADDRESS_STRING_BYTES bytes). For messages about an id, and
+ * for launchers that check the id's host before starting ranks. */
+ccoResult_t ccoUniqueIdGetRootAddress(const ccoUniqueId* id, char* str, size_t strSize);
+
 /* ------------------------------------------------------------------------ */
 /* Communicators                                                            */
 /* ------------------------------------------------------------------------ */
