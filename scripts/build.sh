@@ -14,7 +14,7 @@ dir=$1 jobs=$2
 shift 2
 targets=()
 [ $# -gt 0 ] && targets=(--target "$@")
-what=$dir${1:+ ($*)}
+what=$dir/${1:+ ($*)}
 log=$dir/build.log
 start=$SECONDS
 on_tty=false
