@@ -12,7 +12,7 @@ BUILD_TYPE ?= RelWithDebInfo
 # nvcc is often installed outside PATH; CMake builds CUDA sources when it exists.
 NVCC       := $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 CMAKE_ENV  := $(if $(NVCC),CUDACXX=$(NVCC))
-CTEST      := ctest --output-on-failure --timeout 600
+CTEST      := ctest --output-on-failure --progress --timeout 600
 # cmake's own makes would print two 'Entering/Leaving directory' lines per step.
 MAKEFLAGS  += --no-print-directory
 
