@@ -5,7 +5,8 @@
 #   make bench   the benchmarks that run on this machine
 #   make install the library, headers, ccorun, cco-info, CMake package and
 #                cco.pc under PREFIX (default /usr/local; DESTDIR for staging)
-# Each target installs missing system packages first (as root).
+# Each target installs missing system packages first (as root). Builds print
+# a line each (scripts/build.sh); their whole output is in <folder>/build.log.
 
 BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -13,20 +14,26 @@ BUILD_TYPE ?= RelWithDebInfo
 # nvcc is often installed outside PATH; CMake builds CUDA sources when it exists.
 NVCC       := $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 CMAKE_ENV  := $(if $(NVCC),CUDACXX=$(NVCC))
-CTEST      := ctest --output-on-failure --timeout 600
+CTEST      := ctest --output-on-failure --progress --timeout 600
+# cmake's own makes would print two 'Entering/Leaving directory' lines per step.
+MAKEFLAGS  += --no-print-directory
 
-.PHONY: all deps build demo test test-main test-asan test-tsan test-clang bench install clean
+.PHONY: all deps configure build demo test test-main test-asan test-tsan test-clang bench install clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
-build: deps
+configure: deps
 	@$(CMAKE_ENV) cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+build: configure
+	@bash scripts/build.sh $(BUILD) $(JOBS)
+
+# The demo needs the launcher and itself, not the whole tree.
+demo: configure
+	@bash scripts/build.sh $(BUILD) $(JOBS) ccorun cco-demo
 	$(BUILD)/bin/ccorun -n 4 --virtual-hosts 2 -t 120 $(BUILD)/bin/cco-demo
 
 test: test-main test-asan test-tsan test-clang
@@ -37,7 +44,7 @@ test-main: build
 # Sanitizers catch what a passing test can hide: leaks, overflows, UB.
 test-asan: deps
 	@$(CMAKE_ENV) cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DCCO_SANITIZE=ON >/dev/null
-	@cmake --build $(BUILD)-asan -j $(JOBS)
+	@bash scripts/build.sh $(BUILD)-asan $(JOBS)
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
 
@@ -45,13 +52,13 @@ test-asan: deps
 # against the calling thread in a few fault-test phases under ThreadSanitizer.
 test-tsan: deps
 	@$(CMAKE_ENV) cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug -DCCO_TSAN=ON >/dev/null
-	@cmake --build $(BUILD)-tsan -j $(JOBS)
+	@bash scripts/build.sh $(BUILD)-tsan $(JOBS)
 	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -R "unit\.|mp\.mp_threads|mp\.mp_fault\.(barrier|devwait|sdma)"
 
 # Warnings are errors under clang too.
 test-clang: deps
 	@CC=clang $(CMAKE_ENV) cmake -S . -B $(BUILD)-clang -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build $(BUILD)-clang -j $(JOBS)
+	@bash scripts/build.sh $(BUILD)-clang $(JOBS)
 	cd $(BUILD)-clang && $(CTEST) -L unit
 
 # The CPU benchmark through the perf driver (docs/perf.md); GPU machines: tests/gpu/gpu_machine.sh.

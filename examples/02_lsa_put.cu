@@ -1,4 +1,4 @@
-// Example 02: the seeds' LSA put, as a CUDA kernel.
+// Example 02: the blog's LSA put (docs/design.md), as a CUDA kernel.
 //
 //   ccorun -n 4 build/bin/cco-example-02-lsa-put      (several ranks on one GPU need MPS)
 //

@@ -1,5 +1,5 @@
 /*
- * Example 02, host twin: the seeds' LSA put on the host platform.
+ * Example 02, host twin: the blog's LSA put on the host platform.
  *
  *   ccorun -n 4 build/bin/cco-example-02-lsa-put-host
  *

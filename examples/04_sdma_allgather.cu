@@ -1,4 +1,4 @@
-// Example 04: the seeds' SDMA all-gather, as a CUDA kernel.
+// Example 04: the blog's SDMA all-gather (docs/design.md), as a CUDA kernel.
 //
 //   ccorun -n 4 build/bin/cco-example-04-sdma-allgather      (several ranks on one GPU need MPS)
 //

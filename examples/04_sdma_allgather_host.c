@@ -1,5 +1,5 @@
 /*
- * Example 04, host twin: the seeds' SDMA all-gather on the host platform.
+ * Example 04, host twin: the blog's SDMA all-gather on the host platform.
  *
  *   ccorun -n 4 build/bin/cco-example-04-sdma-allgather-host
  *

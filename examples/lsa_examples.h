@@ -18,8 +18,8 @@
 
 /* ------------------------------------------------------------ 02: LSA put */
 
-/* The seeds' lsa_put_kernel: the calling threads (thread `tid` of
- * `nthreads`) copy `bytes` (a multiple of 8) from this rank's window at
+/* The blog's lsa_put_kernel (docs/design.md): the calling threads (thread
+ * `tid` of `nthreads`) copy `bytes` (a multiple of 8) from this rank's window at
  * srcOff to every LSA peer's window at dstOff + lsaRank * bytes, the peer's
  * own copy included. No fence: callers order it with an LSA barrier, whose
  * arrival publishes these stores. */

@@ -24,14 +24,28 @@ static const char* type_name(cco_env_type t) {
   return "?";
 }
 
+/* Shown for a variable set to the empty string, so that it reads as a value. */
+static const char* shown(const char* value) { return value[0] ? value : "\"\""; }
+
+/* One line per variable with its help below it. The name and value columns
+ * are as wide as their widest entry, so the sources line up whatever the
+ * values are. */
 static void print_env(void) {
+  int nameWidth = 0, valueWidth = 0;
+  for (int id = 0; id < CCO_ENV_COUNT; id++) {
+    const char* source = NULL;
+    int n = (int)strlen(cco_env_describe((cco_env_id)id)->name);
+    int v = (int)strlen(shown(cco_env_text((cco_env_id)id, &source)));
+    if (n > nameWidth) nameWidth = n;
+    if (v > valueWidth) valueWidth = v;
+  }
   printf("\nenvironment (value in force, and where it came from):\n");
   for (int id = 0; id < CCO_ENV_COUNT; id++) {
     const cco_env_desc* d = cco_env_describe((cco_env_id)id);
     const char* source = NULL;
-    const char* value = cco_env_text((cco_env_id)id, &source);
-    printf("  %-28s = %-10s [%s%s%s%s]\n", d->name, value[0] ? value : "\"\"", source,
-           d->alias ? ", alias " : "", d->alias ? d->alias : "", "");
+    const char* value = shown(cco_env_text((cco_env_id)id, &source));
+    printf("  %-*s = %-*s [%s%s%s]\n", nameWidth, d->name, valueWidth, value, source,
+           d->alias ? ", alias " : "", d->alias ? d->alias : "");
     printf("      %s %s%s%s: %s\n", d->subsys, type_name(d->type), d->choices ? " " : "",
            d->choices ? d->choices : "", d->help);
   }

@@ -12,7 +12,9 @@ Runs under any launcher; it picks by environment:
     torchrun --standalone --nproc_per_node=4 examples/python/01_barrier.py  # gloo broadcast
     python3 examples/python/01_barrier.py                                 # one rank
 
-Prints one line per rank and exits 0 when every check holds.
+Needs nothing but the cco package; under mpirun it needs mpi4py (and
+--allow-run-as-root when run as root), under torchrun torch. Prints one line
+per rank and exits 0 when every check holds.
 """
 import os
 import sys

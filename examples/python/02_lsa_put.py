@@ -12,6 +12,9 @@ a barrier, and checks that block p of its dst holds peer p's pattern.
 - host platform (no GPU, CI): numpy views of the peers' windows
   (win.peer(p).numpy()) take the stores, and comm.barrier() orders them.
 
+Needs numpy, and cupy on a GPU. mpirun needs mpi4py, and --allow-run-as-root
+when run as root.
+
     build/bin/ccorun -n 4 python3 examples/python/02_lsa_put.py [--bytes N] [--iters N]
     mpirun -np 4 python3 examples/python/02_lsa_put.py
 """
@@ -28,6 +31,15 @@ import cco.cuda  # NVRTC options for kernels that include cco/cco_device.h
 
 from cco import CCODevCommRequirements, GDA_CONNECTION_NONE, TEAM_LSA
 from cco.launch import finalize, init_communicator
+
+
+def need(module: str, install: str) -> None:
+    """Exits with a line saying what to install when `module` is missing."""
+    try:
+        __import__(module)
+    except ImportError:
+        sys.exit(f"02_lsa_put: needs {module}, which is not installed here ({install})")
+
 
 KERNEL = r"""
 #include "cco/cco_device.h"
@@ -61,6 +73,7 @@ def pattern(np, world_rank: int, it: int, nbytes: int):
 
 
 def run_cuda(comm, win, dc, nbytes: int, iters: int) -> int:
+    need("cupy", "pip install cupy-cuda12x, or the wheel of your CUDA version")
     import cupy as cp
     import numpy as np
 
@@ -115,6 +128,7 @@ def main() -> int:
     ap.add_argument("--bytes", type=int, default=1 << 16, help="bytes each rank puts (multiple of 8)")
     ap.add_argument("--iters", type=int, default=3)
     args = ap.parse_args()
+    need("numpy", "pip install numpy")
     nbytes = (args.bytes + 7) // 8 * 8
     with init_communicator(per_rank_vmm=256 << 20) as comm:
         win = comm.register_window_alloc(nbytes * (1 + comm.lsa_size))

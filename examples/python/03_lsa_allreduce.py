@@ -14,7 +14,8 @@ elements, the latency-optimal choice for small messages.
   comm.barrier().
 
 The sum is checked against the expected values on every rank. With ranks
-on several hosts it reduces within each host (the LSA team).
+on several hosts it reduces within each host (the LSA team). Needs numpy, and
+cupy on a GPU.
 
     build/bin/ccorun -n 4 python3 examples/python/03_lsa_allreduce.py [--count N] [--iters N]
 """
@@ -32,6 +33,15 @@ import cco.cuda  # NVRTC options for kernels that include cco/cco_device.h
 
 from cco import CCODevCommRequirements, GDA_CONNECTION_NONE, TEAM_LSA
 from cco.launch import finalize, init_communicator
+
+
+def need(module: str, install: str) -> None:
+    """Exits with a line saying what to install when `module` is missing."""
+    try:
+        __import__(module)
+    except ImportError:
+        sys.exit(f"03_lsa_allreduce: needs {module}, which is not installed here ({install})")
+
 
 BLOCKS = 8  # one LSA barrier per block
 
@@ -75,6 +85,7 @@ def expected(np, comm, it: int, count: int):
 
 
 def run_cuda(comm, win, dc, count: int, iters: int):
+    need("cupy", "pip install cupy-cuda12x, or the wheel of your CUDA version")
     import cupy as cp
     import numpy as np
 
@@ -123,6 +134,7 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=1 << 16, help="float32 elements")
     ap.add_argument("--iters", type=int, default=5)
     args = ap.parse_args()
+    need("numpy", "pip install numpy")
     with init_communicator(per_rank_vmm=256 << 20) as comm:
         win = comm.register_window_alloc(args.count * 4)
         reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_NONE, lsa_barrier_count=BLOCKS)

@@ -94,6 +94,14 @@ ccoResult_t ccoUniqueIdToString(const ccoUniqueId* id, char* str, size_t strSize
  * checked (magic, version, family) before it is written. */
 ccoResult_t ccoUniqueIdFromString(const char* str, ccoUniqueId* id);
 
+/* Room for ccoUniqueIdGetRootAddress's text, NUL included. */
+#define CCO_UNIQUE_ID_ADDRESS_STRING_BYTES 80
+/* Writes where the id says rank 0 listens, numeric: "192.0.2.7:23456", or
+ * "[fe80::1%eth0]:23456" for IPv6, into str (at least
+ * CCO_UNIQUE_ID_ADDRESS_STRING_BYTES bytes). For messages about an id, and
+ * for launchers that check the id's host before starting ranks. */
+ccoResult_t ccoUniqueIdGetRootAddress(const ccoUniqueId* id, char* str, size_t strSize);
+
 /* ------------------------------------------------------------------------ */
 /* Communicators                                                            */
 /* ------------------------------------------------------------------------ */
@@ -214,7 +222,7 @@ ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localP
  * and returns the device-visible descriptor kernels take. */
 ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win);
 
-/* The seeds' size-only form: ccoMemAlloc + ccoWindowRegister. The window
+/* The guide's size-only form (docs/design.md): ccoMemAlloc + ccoWindowRegister. The window
  * owns the memory: ccoWindowDeregister frees it. */
 ccoResult_t ccoWindowRegisterAlloc(ccoComm* comm, size_t size, ccoWindow_t* win, void** localPtr);
 
@@ -281,7 +289,7 @@ ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff
 #ifdef __cplusplus
 } /* extern "C" */
 
-/* The seeds' C++ overloads. */
+/* The guide's C++ overloads. */
 static inline ccoResult_t ccoWindowRegister(ccoComm* comm, size_t size, ccoWindow_t* win,
                                             void** localPtr) {
   return ccoWindowRegisterAlloc(comm, size, win, localPtr);

@@ -60,7 +60,7 @@ typedef struct {
   uint32_t gdaSignalCount;      /* 0..1048576 GDA signal slots; default 64 */
   uint32_t gdaCounterCount;     /* 0..1048576 GDA counters; default 64 */
   uint32_t gdaQueueDepth;       /* power of two 16..65536; default 1024 */
-  uint32_t gdaTrafficClass;     /* 0..255 network traffic class; default 0 */
+  uint32_t gdaTrafficClass;     /* 0..255 traffic class (DSCP << 2 | ECN); 0: none asked; default 0 */
   uint32_t lsaBarrierCount;     /* 0..4096 LSA barriers; default 1 */
   uint32_t railGdaBarrierCount; /* 0..4096 GDA barriers over the rail team; default 0 */
   uint32_t sdmaQueueCount;      /* 0..8 SDMA queues per LSA peer; 0 means 2; default 0 */
@@ -118,8 +118,8 @@ typedef struct ccoDevComm {
   uint32_t gdaSignalCount;
   uint32_t gdaCounterCount;
   uint32_t gdaQueueDepth;
-  uint64_t sdma;     /* device address of SDMA state; 0 until the SDMA transport */
-  uint64_t gda;      /* device address of GDA state; 0 until the GDA transport */
+  uint64_t sdma;     /* device address of SDMA state; 0 when SDMA is off (CCO_ENABLE_SDMA=0) */
+  uint64_t gda;      /* device address of GDA state; 0 when the connection type gives no rank a peer */
   uint64_t handle;   /* host bookkeeping; opaque */
   uint32_t lsaScopeGpu; /* 1: every LSA peer is this GPU, so GPU-scope ordering suffices */
   uint32_t pad0;

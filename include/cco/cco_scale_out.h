@@ -1,5 +1,5 @@
 /*
- * The seeds' name of the GDA device API: everything is in cco/cco_gda.h,
+ * The GDA device API under the guide's header name (docs/design.md): everything is in cco/cco_gda.h,
  * which this header includes. New code includes cco/cco_gda.h (or
  * cco/cco_device_all.h) directly.
  */

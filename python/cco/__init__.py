@@ -1,6 +1,6 @@
 """cco: GPU communication with symmetric memory, from Python.
 
-A pure-Python (ctypes) binding of libcco. The seeds' API::
+A pure-Python (ctypes) binding of libcco. The API of the CCO guide (docs/design.md)::
 
     from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE
     uid = Communicator.get_unique_id() if rank == 0 else None

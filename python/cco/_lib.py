@@ -59,6 +59,7 @@ PROTOTYPES = {
     "ccoGetUniqueId": (_res, [ctypes.POINTER(_abi.UniqueIdStruct)]),
     "ccoUniqueIdToString": (_res, [ctypes.POINTER(_abi.UniqueIdStruct), ctypes.c_char_p, _size]),
     "ccoUniqueIdFromString": (_res, [ctypes.c_char_p, ctypes.POINTER(_abi.UniqueIdStruct)]),
+    "ccoUniqueIdGetRootAddress": (_res, [ctypes.POINTER(_abi.UniqueIdStruct), ctypes.c_char_p, _size]),
     "ccoCommCreate": (_res, [_abi.UniqueIdStruct, _int, _int, _size, _pp]),
     "ccoCommCreateFromEnv": (_res, [_size, _pp]),
     "ccoCommDestroy": (_res, [_p]),

@@ -530,7 +530,7 @@ class Communicator:
         return win
 
     def register_window_alloc(self, size: int) -> RegisteredWindow:
-        """Collective: allocates `size` bytes and registers them (the seeds'
+        """Collective: allocates `size` bytes and registers them (the guide's
         size-only form). The window owns the memory."""
         self._check_alive()
         size = to_c(SIZE_T, "size", size, low=1)

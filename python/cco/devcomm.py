@@ -2,7 +2,7 @@
 
 :class:`CCODevCommRequirements` *is* the C ``ccoDevCommRequirements`` (a
 ctypes Structure with the same layout), starting from
-``CCO_DEV_COMM_REQUIREMENTS_INITIALIZER``, with the seeds' snake_case names
+``CCO_DEV_COMM_REQUIREMENTS_INITIALIZER``, with the guide's snake_case names (docs/design.md)
 as properties. Setting a name that is not a field raises ``AttributeError``
 (a typo would otherwise be silently ignored), and a value that does not fit
 a ``uint32_t`` raises :class:`~cco.errors.CCOArgumentOverflow`, an

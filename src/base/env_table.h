@@ -3,7 +3,7 @@
  * library calls getenv. `cco-info -e` prints this table with current values.
  *
  * X(NAME, ALIAS, TYPE, DEFAULT, SUBSYS, CHOICES, HELP)
- *   ALIAS   - a second accepted name (the seeds' MORI_* names), or NULL
+ *   ALIAS   - a second accepted name (the guide's MORI_* names; docs/design.md), or NULL
  *   TYPE    - STR, BOOL, INT, DOUBLE, ENUM (CHOICES lists the accepted words)
  *   DEFAULT - text parsed like a user value
  */

@@ -1,5 +1,5 @@
 /*
- * CPU affinity at communicator creation (the guide's section 9).
+ * CPU affinity at communicator creation (as the guide does it; docs/design.md).
  *
  * The GPU-local CPU list (sysfs local_cpulist of the GPU's PCI device) is
  * intersected with the current cpuset, so cgroup limits and an outer binding

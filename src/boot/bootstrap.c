@@ -335,6 +335,7 @@ typedef struct {
   cco_sockaddr root;
   int rootState;
   bool rootReached; /* connected to the root at least once */
+  int rootLastErr;  /* errno of the last failed connection to the root */
   double rootRetryAt, rootBackoff;
   small_reader rootRd;
   /* links */
@@ -562,6 +563,7 @@ static ccoResult_t root_connect_failed(creation* c, int err) {
     return fail(bs, c->sink, ccoSystemError, "rank %d: cannot connect to the root at %s: %s",
                 bs->rank, cco_sockaddr_str(&c->root, buf, sizeof(buf)), strerror(err));
   /* The root may not be up yet: back off (bounded) and try again. */
+  c->rootLastErr = err;
   c->rootState = ROOT_RETRY;
   c->rootRetryAt = cco_time_now() + c->rootBackoff;
   if (c->rootBackoff < 0.1) c->rootBackoff *= 2;
@@ -978,7 +980,14 @@ static ccoResult_t creation_loop(creation* c) {
       char missing[256];
       char buf[96];
       list_missing(c, missing, sizeof(missing));
-      if (bs->rank != 0 && !c->rootReached)
+      /* Refused all along: nothing ever listened there. */
+      if (bs->rank != 0 && !c->rootReached && c->rootLastErr == ECONNREFUSED)
+        res = fail(bs, c->sink, ccoTimeout,
+                   "rank %d: nothing listened at the root's address %s for %g s (connection "
+                   "refused): rank 0 did not start, or the unique id is left over from an earlier "
+                   "job",
+                   bs->rank, cco_sockaddr_str(&c->root, buf, sizeof(buf)), bs->timeout);
+      else if (bs->rank != 0 && !c->rootReached)
         res = fail(bs, c->sink, ccoTimeout, "rank %d: could not reach the root at %s within %g s",
                    bs->rank, cco_sockaddr_str(&c->root, buf, sizeof(buf)), bs->timeout);
       else

@@ -140,6 +140,22 @@ ccoResult_t ccoUniqueIdToString(const ccoUniqueId* id, char* str, size_t strSize
   return ccoSuccess;
 }
 
+ccoResult_t ccoUniqueIdGetRootAddress(const ccoUniqueId* id, char* str, size_t strSize) {
+  if (!id || !str)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_BOOT, "id or str is NULL");
+  if (strSize < CCO_UNIQUE_ID_ADDRESS_STRING_BYTES)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_BOOT,
+                     "string buffer of %zu bytes is too small (need %d)", strSize,
+                     CCO_UNIQUE_ID_ADDRESS_STRING_BYTES);
+  cco_id_info info;
+  int err = cco_uniqueid_decode(id, &info);
+  if (err != CCO_WIRE_OK)
+    return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_BOOT, "not a valid cco unique id: %s",
+                     cco_wire_strerror(err));
+  cco_sockaddr_str(&info.root, str, strSize);
+  return ccoSuccess;
+}
+
 static int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -204,35 +204,98 @@ fds_of() { grep "^\[$1\] " "$T/out" | sed 's/^\[[0-9]*\] //' | sort -n | tr '\n'
 check "no fds leak into the ranks (-p)" [ "$(fds_of 0)" = "$WANT_FDS" -a "$(fds_of 1)" = "$WANT_FDS" ]
 run -n 1 ls /proc/self/fd
 check "no fds leak into the ranks (without -p)" [ "$(sort -n "$T/out" | tr '\n' ' ')" = "$WANT_FDS" ]
+run -n 1 --id-file "$T/fds.id" ls /proc/self/fd
+check "no fds leak into the ranks of an id file's writer (its probe socket)" \
+  [ "$(sort -n "$T/out" | tr '\n' ' ')" = "$WANT_FDS" ]
 # Rank 0 exits at once; rank 1 then looks for zombies among ccorun's children.
 run -n 2 bash -c '[ "$CCO_RANK" = 0 ] && exit 0; sleep 0.5; ps -o stat= --ppid "$PPID" | grep -c "^Z"'
 check "an exited rank is reaped while the others run (no zombie)" out_is 0
 
 echo "# --id-file hand-off between two launchers"
 IDF="$T/job.id"
-"$CCORUN" -n 2 --nranks 4 --rank-offset 2 --id-file "$IDF" -t 20 bash -c "$RECORD_ENV" x "$T" \
-  >"$T/b.out" 2>&1 </dev/null &
-PID_B=$!
-sleep 0.2 # B is waiting for the file now
-"$CCORUN" -n 2 --nranks 4 --id-file "$IDF" -t 20 bash -c "$RECORD_ENV" x "$T" \
-  >"$T/a.out" 2>&1 </dev/null &
-PID_A=$!
-wait "$PID_A"
-RC_A=$?
-wait "$PID_B"
-RC_B=$?
+# Each rank records its environment, rank 0 also the id file as the ranks
+# see it, and every rank stays until all four have recorded: the writer
+# must outlive the reader's look at its file, as it does in a real job.
+HANDOFF_RANK='echo "$CCO_RANK $CCO_NRANKS $CCO_LOCAL_RANK $CCO_LOCAL_SIZE $CCO_UNIQUE_ID" > "$1/env.$CCO_RANK"
+[ "$CCO_RANK" = 0 ] && { stat -c %a "$2" > "$1/idf.mode"; head -n 1 "$2" > "$1/idf.id"; ls "$1" > "$1/idf.ls"; }
+for i in $(seq 100); do [ -e "$1/env.0" -a -e "$1/env.1" -a -e "$1/env.2" -a -e "$1/env.3" ] && exit 0; sleep 0.1; done
+exit 9'
+# handoff DELAY: launcher B (ranks 2, 3) starts first, A (ranks 0, 1, the
+# writer) DELAY seconds later. Sets RC_A and RC_B.
+handoff() {
+  rm -f "$T"/env.* "$T"/idf.*
+  "$CCORUN" -n 2 --nranks 4 --rank-offset 2 --id-file "$IDF" -t 20 bash -c "$HANDOFF_RANK" x "$T" "$IDF" \
+    >"$T/b.out" 2>&1 </dev/null &
+  local pid_b=$!
+  sleep "$1"
+  "$CCORUN" -n 2 --nranks 4 --id-file "$IDF" -t 20 bash -c "$HANDOFF_RANK" x "$T" "$IDF" \
+    >"$T/a.out" 2>&1 </dev/null &
+  local pid_a=$!
+  wait "$pid_a"
+  RC_A=$?
+  wait "$pid_b"
+  RC_B=$?
+}
 handoff_ok() {
   local r id
-  id=$(cat "$IDF") || return 1
+  id=$(cat "$T/idf.id") || return 1
   is_id "$id" || return 1
   for r in 0 1 2 3; do
     [ "$(cat "$T/env.$r")" = "$r 4 $((r % 2)) 2 $id" ] || return 1
   done
 }
-check "both launchers exit 0" [ "$RC_A" = 0 -a "$RC_B" = 0 ]
+# Both launchers exited 0; else shows what they said.
+both_ok() {
+  [ "$RC_A" = 0 -a "$RC_B" = 0 ] && return 0
+  echo "       A (rc $RC_A): $(cat "$T/a.out")"
+  echo "       B (rc $RC_B): $(cat "$T/b.out")"
+  return 1
+}
+handoff 0.2 # B is waiting for the file when A writes it
+check "both launchers exit 0" both_ok
 check "ranks 0-3 see nranks 4, their local ranks, and the id from the file" handoff_ok
 check "the id file is private (0600) and no temporary file is left" \
-  [ "$(stat -c %a "$IDF")" = 600 -a "$(ls "$T" | grep -c '^job\.id')" = 1 ]
+  [ "$(cat "$T/idf.mode")" = 600 -a "$(grep -c '^job\.id' "$T/idf.ls")" = 1 ]
+check "the writer removes the id file when its job ends" [ ! -e "$IDF" ]
+
+echo "# stale id files"
+# A writer killed by SIGKILL cannot remove its file: it stays behind.
+"$CCORUN" -n 1 --nranks 2 --id-file "$IDF" bash -c 'exec -a "$0" sleep 100' "$MARK-stale" \
+  >/dev/null 2>&1 </dev/null &
+STALE_PID=$!
+for i in $(seq 50); do [ -s "$IDF" ] && break; sleep 0.1; done
+kill -KILL "$STALE_PID"
+wait "$STALE_PID" 2>/dev/null
+kill -KILL $(pgrep -f -- "^$MARK-stale") 2>/dev/null
+cp "$IDF" "$T/stale.id"
+check "a killed writer leaves its id file behind" [ -s "$IDF" ]
+run -n 1 --nranks 2 --rank-offset 1 --id-file "$IDF" bash -c "$RECORD_ENV" x "$T/none"
+check "a stale id file fails the job (exit 1), no rank started" [ "$RC" = 1 -a ! -e "$T/none" ]
+check "... within a few seconds (< 6 s), not after a timeout" elapsed_below 6
+check "... saying the file is stale, whose launcher is gone, and to remove it" \
+  grep -Eq "^ccorun: id file '$T/job\.id' is stale: it names a root at [^ ]+, but the launcher that wrote it \(pid $STALE_PID on [^)]+\) does not answer at [^ ]+ \(Connection refused\), so its job has ended\. The file is probably left over from an earlier job: remove it$" "$T/err"
+run -n 1 --nranks 2 --rank-offset 1 --id-file "$IDF" -t 1 true
+check "... also when -t is shorter than the wait for a new file (exit 1)" \
+  [ "$RC" = 1 ] && elapsed_below 3 && err_has "is stale"
+# The reader starts first and finds the stale file; the new job's writer
+# replaces it a second later, within the reader's wait.
+handoff 1
+check "a stale file replaced by the new job's writer is used: both launchers exit 0" both_ok
+check "... and every rank has the new id" handoff_ok
+check "... not the stale one" [ "$(cat "$T/idf.id")" != "$(head -n 1 "$T/stale.id")" ]
+# SIGTERM to the writer stops its job, and the file goes with it.
+"$CCORUN" -n 1 --nranks 2 --id-file "$IDF" bash -c 'exec -a "$0" sleep 100' "$MARK-term" \
+  >/dev/null 2>&1 </dev/null &
+TERM_PID=$!
+for i in $(seq 50); do [ -s "$IDF" ] && break; sleep 0.1; done
+kill -TERM "$TERM_PID"
+wait "$TERM_PID"
+check "SIGTERM to the writer removes its id file" [ "$?" = 143 -a ! -e "$IDF" ]
+check "... and stops its rank" gone "$MARK-term"
+# A file with the id alone (by hand, or from another tool) is taken as is.
+printf '%s\n' "$FIRST_ID" >"$T/hand.id"
+run -n 1 --nranks 2 --rank-offset 1 --id-file "$T/hand.id" bash -c 'echo "$CCO_UNIQUE_ID"'
+check "an id file with the id alone is used as it is" [ "$RC" = 0 ] && out_is "$FIRST_ID"
 
 printf 'this is not an id\n' >"$T/bad.id"
 run -n 1 --nranks 2 --rank-offset 1 --id-file "$T/bad.id" bash -c "$RECORD_ENV" x "$T/none"

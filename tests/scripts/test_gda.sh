@@ -7,6 +7,8 @@
 #    at every scope, thread and doorbell mode, signal atomicity, signal after
 #    data, gets and large puts, flushes, GDA barriers, a 16-slot ring flooded
 #    from 4 threads, endpoint table, NoPeer / Invalid answers, async error;
+#  - the traffic class of the requirements in the engine's hints, and a
+#    second device communicator with another class refused;
 #  - the staged path with the smallest staging area (64 KiB landing zones,
 #    16 KiB chunks): large transfers wait for landing space;
 #  - one host: FULL with 2 ranks (both paths); CROSSNODE there, and NONE on two
@@ -155,6 +157,15 @@ check "2 hosts x 2 ranks, staged path, 64 KiB staging area, full" \
 show '^(get|sad: rank 0|flood):'
 check "2 hosts x 2 ranks, none: no GDA" hosts 2 2 CCO_GDA_PATH=direct -- --conn none
 show '^(conn|world barrier):'
+# reqs.gdaTrafficClass 104 (DSCP 26, in the upper six bits) reaches the
+# engine's hints on every rank (INFO log); another class is refused later.
+tclass_ok() {
+  hosts 2 2 CCO_GDA_PATH=direct CCO_DEBUG=INFO CCO_DEBUG_SUBSYS=GDA -- --conn crossnode --tc 104 --only tclass &&
+    [ "$(grep -c 'gdaTrafficClass 104: the engine asks for DSCP 26$' "$tmp/all.out")" -eq 4 ] &&
+    [ "$(grep -c 'GDA proxy up, .* tclass asked 0x11a ' "$tmp/all.out")" -eq 4 ]
+}
+check "2 hosts x 2 ranks, gdaTrafficClass 104: DSCP 26 asked of the engine" tclass_ok
+show '^tclass:'
 # The world barrier's third step (LSA again) is what covers hosts of
 # different sizes: rank 3 of host 0 has no rail peer on host 1.
 for path in direct staged; do

@@ -42,6 +42,16 @@ bad_env() {
   [ $? -ne 0 ] && echo "$out" | grep -q "CCO_BOOTSTRAP_TIMEOUT='soon'"
 }
 check "bad CCO_BOOTSTRAP_TIMEOUT is refused by name" bad_env
+# A rank whose id names a root that nobody listens at (an id left over from
+# an earlier job) fails after CCO_BOOTSTRAP_TIMEOUT saying so.
+stale_id() {
+  local id out
+  id=$("$bin/ccorun" -n 1 bash -c 'echo "$CCO_UNIQUE_ID"') || return 1
+  out=$(CCO_BOOTSTRAP_TIMEOUT=1 "$bin/ccorun" -t 30 -n 1 --nranks 2 --rank-offset 1 --id "$id" \
+    "$bin/mp_basic" 2>&1)
+  [ $? -ne 0 ] && echo "$out" | grep -q "nothing listened at the root's address .* for 1 s (connection refused): rank 0 did not start, or the unique id is left over from an earlier job"
+}
+check "an id whose root never listens: the rank says so" stale_id
 missing_env() {
   local out
   out=$("$bin/mp_basic" 2>&1)

@@ -1,5 +1,6 @@
 /* Unit tests for the unique id: minting, hex text form, encode/decode. */
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <ctype.h>
 #include <stdint.h>
 #include <string.h>
@@ -403,6 +404,45 @@ TEST(encode_decode_ipv6_scope) {
   id.internal[40] ^= 0x10;
   CHECK_EQ(cco_uniqueid_decode(&id, &back), CCO_WIRE_OK);
   CHECK(!info_equal(&back, &info));
+}
+
+TEST(root_address) {
+  char text[CCO_UNIQUE_ID_ADDRESS_STRING_BYTES];
+  ccoUniqueId id;
+  cco_id_info v4 = info_v4("192.0.2.7", 23456);
+  cco_uniqueid_encode(&v4, &id);
+  CHECK_EQ(ccoUniqueIdGetRootAddress(&id, text, sizeof(text)), ccoSuccess);
+  CHECK_STR(text, "192.0.2.7:23456");
+  /* Scope 1 is an interface of every Linux machine (lo), so its name shows. */
+  char lo[IF_NAMESIZE];
+  CHECK(if_indextoname(1, lo) != NULL);
+  cco_id_info v6 = info_v6("fe80::fc:ff:fe00:1", 40404, 1);
+  cco_uniqueid_encode(&v6, &id);
+  CHECK_EQ(ccoUniqueIdGetRootAddress(&id, text, sizeof(text)), ccoSuccess);
+  char want[CCO_UNIQUE_ID_ADDRESS_STRING_BYTES];
+  snprintf(want, sizeof(want), "[fe80::fc:ff:fe00:1%%%s]:40404", lo);
+  CHECK_STR(text, want);
+  /* The longest form fits: a full IPv6 address and a 15-character interface
+   * name (an index no interface has prints no name, so it is the address). */
+  cco_id_info wide = info_v6("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", 65535, 0);
+  cco_uniqueid_encode(&wide, &id);
+  CHECK_EQ(ccoUniqueIdGetRootAddress(&id, text, sizeof(text)), ccoSuccess);
+  CHECK(strlen(text) + IF_NAMESIZE + 1 < CCO_UNIQUE_ID_ADDRESS_STRING_BYTES);
+}
+
+TEST(root_address_bad_args) {
+  char text[CCO_UNIQUE_ID_ADDRESS_STRING_BYTES] = "untouched";
+  ccoUniqueId id;
+  cco_id_info v4 = info_v4("10.0.0.1", 1234);
+  cco_uniqueid_encode(&v4, &id);
+  CHECK_EQ(ccoUniqueIdGetRootAddress(NULL, text, sizeof(text)), ccoInvalidArgument);
+  CHECK_EQ(ccoUniqueIdGetRootAddress(&id, NULL, sizeof(text)), ccoInvalidArgument);
+  CHECK_EQ(ccoUniqueIdGetRootAddress(&id, text, CCO_UNIQUE_ID_ADDRESS_STRING_BYTES - 1), ccoInvalidArgument);
+  CHECK(strstr(ccoGetLastError(NULL), "too small") != NULL);
+  id.internal[0] = 'X'; /* bad magic */
+  CHECK_EQ(ccoUniqueIdGetRootAddress(&id, text, sizeof(text)), ccoInvalidArgument);
+  CHECK(strstr(ccoGetLastError(NULL), "not a valid cco unique id") != NULL);
+  CHECK_STR(text, "untouched");
 }
 
 TEST(decode_errors) {

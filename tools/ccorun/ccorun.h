@@ -5,6 +5,7 @@
  *   util.c     messages, monotonic time, small fd helpers
  *   signals.c  signal handling: the self-pipe and what children restore
  *   id.c       the job's unique id: minted, given, or shared by an id file
+ *   probe.c    whether the launcher that wrote an id file still runs
  *   spawn.c    starting the ranks: environment, fork+exec, output pipes
  *   stop.c     watching and stopping the ranks: reaping, SIGTERM/SIGKILL
  *   output.c   --prefix: the ranks' output, line by line
@@ -80,6 +81,26 @@ const char* ccorun_stop_signal_name(int sig);
 typedef char IdText[CCO_UNIQUE_ID_STRING_BYTES];
 
 int ccorun_obtain_id(const Options* o, int64_t deadline, IdText out);
+/* The launcher that wrote an id file answers its readers' probes on this fd
+ * (-1 when it wrote none) until it exits, and then removes the file. */
+int ccorun_id_probe_fd(void);
+void ccorun_id_answer_probes(void);
+
+/* ---- probe.c ------------------------------------------------------------ */
+
+#define PROBE_TOKEN_BYTES 16
+typedef char ProbeToken[2 * PROBE_TOKEN_BYTES + 1]; /* hex */
+
+bool ccorun_probe_token(ProbeToken out);
+/* Listens on the id's root host, on a port of the kernel's choice (*port);
+ * returns the fd, or -1 (said why). */
+int ccorun_probe_listen(const IdText id, int* port);
+/* Answers every waiting reader with the token. */
+void ccorun_probe_answer(int listen_fd, const ProbeToken token);
+/* Whether the id's root host answers `token` on `port` within about
+ * timeout_ms; the address tried goes into addr, and why not into why. */
+bool ccorun_probe_check(const IdText id, int port, const ProbeToken token, int timeout_ms,
+                        char* addr, size_t addr_size, char* why, size_t why_size);
 
 /* ---- the job: spawn.c, stop.c, output.c, main.c ------------------------- */
 

@@ -60,9 +60,9 @@ static void check_time_limit(Job* job) {
 
 /* Runs until every rank is reaped (and, when stopping, its group gone). */
 static void run_loop(Job* job) {
-  struct pollfd* fds = calloc((size_t)(1 + 2 * job->n), sizeof *fds);
-  Stream** streams = calloc((size_t)(1 + 2 * job->n), sizeof *streams);
-  int* stream_rank = calloc((size_t)(1 + 2 * job->n), sizeof *stream_rank);
+  struct pollfd* fds = calloc((size_t)(2 + 2 * job->n), sizeof *fds);
+  Stream** streams = calloc((size_t)(2 + 2 * job->n), sizeof *streams);
+  int* stream_rank = calloc((size_t)(2 + 2 * job->n), sizeof *stream_rank);
   if (fds == NULL || streams == NULL || stream_rank == NULL) {
     ccorun_say("out of memory");
     ccorun_give_up(job);
@@ -83,6 +83,9 @@ static void run_loop(Job* job) {
     }
     int nfds = 0;
     fds[nfds++] = (struct pollfd){.fd = ccorun_signal_fd(), .events = POLLIN};
+    /* Readers of our id file asking whether this job still runs (fd -1:
+     * poll ignores the entry). */
+    fds[nfds++] = (struct pollfd){.fd = ccorun_id_probe_fd(), .events = POLLIN};
     for (int i = 0; i < job->n; i++) {
       for (int k = 0; k < 2; k++) {
         Stream* s = &job->ranks[i].out[k];
@@ -98,7 +101,8 @@ static void run_loop(Job* job) {
       ccorun_give_up(job);
     }
     if (fds[0].revents != 0) ccorun_drain_self_pipe();
-    for (int i = 1; i < nfds; i++)
+    if (fds[1].revents != 0) ccorun_id_answer_probes();
+    for (int i = 2; i < nfds; i++)
       if (fds[i].revents != 0) ccorun_read_stream(job, streams[i], stream_rank[i]);
   }
   free(fds);

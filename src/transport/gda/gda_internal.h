@@ -112,6 +112,7 @@ struct cco_gda_proxy {
   int rank, nRanks;
   char* slotBase; /* this rank's slot in its flat VA */
   size_t maxMsg;
+  uint32_t trafficClass; /* gdaTrafficClass of the device communicator that opened the engine */
   pthread_t thread;
   bool threadStarted;
   atomic_bool stop;

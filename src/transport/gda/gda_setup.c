@@ -221,6 +221,13 @@ static ccoResult_t proxy_open(cco_gda_proxy* px, gda_hello* hello) {
   px->path = want == 2 || (want == 0 && gpu) ? CCO_GDA_PATH_STAGED : CCO_GDA_PATH_DIRECT;
   cco_net_config cfg;
   cco_net_config_from_env(&cfg);
+  /* A class in the requirements wins over CCO_NET_TC. It is the byte RDMA
+   * NICs take (DSCP in the upper six bits, ECN in the lower two); libfabric
+   * takes only the DSCP. */
+  if (px->trafficClass) cfg.trafficClass = (int)(px->trafficClass >> 2);
+  if (px->trafficClass)
+    CCO_INFO(GDA, "rank %d: gdaTrafficClass %u: the engine asks for DSCP %d", ctx->rank, px->trafficClass,
+             cfg.trafficClass);
   cfg.needHmem = px->path == CCO_GDA_PATH_DIRECT && gpu;
   cfg.hmemDevice = gpu ? ctx->platform->identity.device : 0;
   CCO_CHECK(cco_net_open(&cfg, &px->net));
@@ -247,7 +254,7 @@ static void proxy_release(cco_gda_proxy* px) {
   free(px);
 }
 
-static ccoResult_t proxy_create(cco_gda_transport* gt) {
+static ccoResult_t proxy_create(cco_gda_transport* gt, const ccoDevCommRequirements* reqs) {
   const cco_transport_ctx* ctx = gt->ctx;
   cco_gda_proxy* px = calloc(1, sizeof(*px));
   gda_hello* all = calloc((size_t)ctx->nRanks, sizeof(gda_hello));
@@ -259,6 +266,7 @@ static ccoResult_t proxy_create(cco_gda_transport* gt) {
   px->ctx = ctx;
   px->rank = ctx->rank;
   px->nRanks = ctx->nRanks;
+  px->trafficClass = reqs->gdaTrafficClass;
   px->slotBase = cco_mem_slot_base(ctx->mem, ctx->mem->lsaRank);
   px->watch = calloc((size_t)ctx->nRanks, sizeof(cco_gda_peer_watch)); /* NULL: no dead-peer checks */
   pthread_mutex_init(&px->lock, NULL);
@@ -426,11 +434,20 @@ typedef struct {
 static ccoResult_t state_create(cco_gda_transport* gt, uint64_t id, const ccoDevCommRequirements* reqs,
                                 cco_gda_state** out, uint64_t* devAddr) {
   const cco_transport_ctx* ctx = gt->ctx;
-  if (!gt->proxy) CCO_CHECK(proxy_create(gt));
+  if (!gt->proxy) CCO_CHECK(proxy_create(gt, reqs));
   cco_gda_proxy* px = gt->proxy;
   cco_gda_state* st = calloc(1, sizeof(*st));
   state_hello* all = calloc((size_t)ctx->nRanks, sizeof(state_hello));
   ccoResult_t res = st && all ? ccoSuccess : cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
+  /* The class is an attribute of the endpoint, which every device
+   * communicator of this communicator shares. Every rank has the same
+   * requirements and engine, so every rank decides the same. */
+  if (res == ccoSuccess && reqs->gdaTrafficClass && reqs->gdaTrafficClass != px->trafficClass)
+    res = cco_error(ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                    "rank %d: gdaTrafficClass %u, but this communicator's GDA network engine was opened with "
+                    "gdaTrafficClass %u (the first device communicator with GDA peers fixes it): use another "
+                    "communicator for another traffic class",
+                    ctx->rank, reqs->gdaTrafficClass, px->trafficClass);
   if (st) st->id = id;
   pthread_mutex_lock(&ctx->mem->lock);
   if (res == ccoSuccess) res = state_build(gt, st, reqs, devAddr, &all[ctx->rank].signals);

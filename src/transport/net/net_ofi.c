@@ -120,6 +120,7 @@ struct cco_net {
   uint64_t postFlags;
   uint64_t nextKey;   /* requested keys when the provider does not pick them */
   int hmemDevice;     /* CUDA device of FI_HMEM registrations */
+  uint32_t tclassAsked; /* the traffic class in the hints it was opened with; 0: none */
   size_t maxMsg;
   cco_net_op* ops; /* the pool */
   cco_net_op* freeOps;
@@ -149,6 +150,12 @@ static const char* fi_err(const cco_net* net, int rc) {
 
 /* ---- open ------------------------------------------------------------------ */
 
+/* config->trafficClass as libfabric takes it: below 64 a DSCP code point,
+ * from 0x100 on one of libfabric's own classes (FI_TC_*). */
+static uint32_t tclass_hint(int trafficClass) {
+  return trafficClass < 64 ? fi_tc_dscp_set((uint8_t)trafficClass) : (uint32_t)trafficClass;
+}
+
 /* The request to fi_getinfo. `step` says how much of it to include (the
  * diagnosis below walks the steps to name what a provider lacks): 0 the
  * provider and FI_EP_RDM, 1 +FI_RMA, 2 +FI_ATOMIC, 3 +FI_HMEM (when asked),
@@ -172,11 +179,7 @@ static struct fi_info* make_hints(const cco_net* net, const cco_net_config* conf
     /* One owner thread: the provider can skip its locks. */
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
   }
-  if (withTc && config->trafficClass >= 0) {
-    /* Below 64 is a DSCP code point; libfabric's own classes start at 0x100. */
-    hints->tx_attr->tclass = config->trafficClass < 64 ? fi_tc_dscp_set((uint8_t)config->trafficClass)
-                                                       : (uint32_t)config->trafficClass;
-  }
+  if (withTc && config->trafficClass >= 0) hints->tx_attr->tclass = tclass_hint(config->trafficClass);
   if (order == ORDER_DELIVERY) hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
   if (order == ORDER_FENCE) hints->caps |= FI_FENCE;
   return hints;
@@ -260,6 +263,7 @@ static ccoResult_t pick_info(cco_net* net, const cco_net_config* config) {
                      "no domain of libfabric provider '%s' matches '%s' (it offers %s; FI_MR_RAW "
                      "domains are not supported)", prov, config->domains ? config->domains : "", seen);
   net->postFlags = tries[t].order == ORDER_DELIVERY ? FI_DELIVERY_COMPLETE : FI_FENCE;
+  net->tclassAsked = tries[t].withTc ? tclass_hint(config->trafficClass) : 0;
   if (tries[t].order != ORDER_DELIVERY)
     CCO_INFO(NET, "provider %s lacks FI_DELIVERY_COMPLETE: atomics are fenced instead", prov);
   if (config->trafficClass >= 0 && !tries[t].withTc)
@@ -352,12 +356,12 @@ ccoResult_t cco_net_open(const cco_net_config* config, cco_net** out) {
       strcat(modes, bits[i].name);
     }
   snprintf(net->describe, sizeof(net->describe),
-           "libfabric %u.%u provider %s fabric %s domain %s mr_mode %s writes %s max_msg %zu tclass 0x%x",
+           "libfabric %u.%u provider %s fabric %s domain %s mr_mode %s writes %s max_msg %zu tclass "
+           "asked 0x%x reported 0x%x",
            FI_MAJOR(api->version()), FI_MINOR(api->version()), info->fabric_attr->prov_name,
            info->fabric_attr->name, info->domain_attr->name, modes[0] ? modes : "none",
            (net->postFlags & FI_DELIVERY_COMPLETE) ? "delivery-complete" : "transmit-complete, atomics fenced",
-           net->maxMsg,
-           info->tx_attr->tclass);
+           net->maxMsg, net->tclassAsked, info->tx_attr->tclass);
   CCO_INFO(NET, "network engine: %s", net->describe);
   *out = net;
   return ccoSuccess;

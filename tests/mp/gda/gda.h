@@ -60,6 +60,7 @@ typedef struct {
   uint32_t conn;
   long iters; /* sad iterations per peer */
   long flood; /* ops per flood thread */
+  uint32_t tc; /* gdaTrafficClass of the main device communicator */
   int probe;
 } options;
 
@@ -140,6 +141,7 @@ void test_barrier(rank_ctx* c);       /* barrier.c */
 void test_world_barrier(rank_ctx* c); /* barrier.c */
 void test_flood(rank_ctx* c);         /* flood.c */
 void test_conn(rank_ctx* c);          /* conn.c */
+void test_tclass(rank_ctx* c);        /* tclass.c */
 void run_kill(rank_ctx* c);           /* kill.c */
 
 #endif /* CCO_TESTS_MP_GDA_GDA_H_ */

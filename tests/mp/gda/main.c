@@ -6,7 +6,7 @@
  * the direct or the staged path (CCO_GDA_PATH). One process per rank.
  *
  *   ccorun -n N mp_gda [--conn full|crossnode|rail|none] [--only STEP]
- *                      [--iters I] [--flood M]
+ *                      [--iters I] [--flood M] [--tc T]
  *   ccorun ... mp_gda --conn C --kill host|rank [--idle]   (see "Kill mode")
  *   mp_gda --probe       0 when the network engine opens here, else 77
  *
@@ -27,6 +27,8 @@
  *  flood           a 16-slot ring posted into from 4 threads (flood.c)
  *  conn            the endpoint table; NoPeer, Invalid and Unsupported
  *                  answers that post nothing (conn.c)
+ *  tclass          the traffic class (--tc T, gdaTrafficClass of the main
+ *                  device communicator) is the engine's (tclass.c)
  *  async           ccoCommGetAsyncError is still ccoSuccess (here).
  *
  * Each file describes its steps. The path (CCO_GDA_PATH: direct for host
@@ -46,7 +48,7 @@
 
 #define SRC_BYTES (8u << 20) /* window A: this rank's pattern, read-only */
 
-options g_opt = {NULL, NULL, 0, ccoGdaConnectionCrossNode, 300, 1000, 0};
+options g_opt = {NULL, NULL, 0, ccoGdaConnectionCrossNode, 300, 1000, 0, 0};
 
 static int parse(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
@@ -71,6 +73,8 @@ static int parse(int argc, char** argv) {
       g_opt.iters = atol(argv[++i]);
     } else if (!strcmp(a, "--flood") && v) {
       g_opt.flood = atol(argv[++i]);
+    } else if (!strcmp(a, "--tc") && v) {
+      g_opt.tc = (uint32_t)atol(argv[++i]);
     } else {
       return 0;
     }
@@ -119,7 +123,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv)) {
     fprintf(stderr,
             "usage: mp_gda [--conn full|crossnode|rail|none] [--only STEP] [--iters I] [--flood M] "
-            "[--kill host|rank] | --probe\n");
+            "[--tc T] [--kill host|rank] | --probe\n");
     return 2;
   }
   if (g_opt.probe) return probe();
@@ -165,6 +169,7 @@ int main(int argc, char** argv) {
   reqs.gdaCounterCount = NCOUNTERS;
   reqs.railGdaBarrierCount = RAIL_BARRIERS;
   reqs.barrierCount = WORLD_BARRIERS;
+  reqs.gdaTrafficClass = g_opt.tc;
   r = ccoDevCommCreate(c->comm, &reqs, &c->dc);
   CHECK(r == ccoSuccess, "rank %d: ccoDevCommCreate: %s (%s)", c->rank, ccoGetErrorString(r), ccoGetLastError(c->comm));
   if (r == ccoSuccess) MUST(ccoWindowRegisterAlloc(c->comm, c->L.total, &c->winB, &pb));
@@ -192,6 +197,7 @@ int main(int argc, char** argv) {
         test_world_barrier(c);
         test_flood(c);
         test_conn(c);
+        test_tclass(c);
         watchdog_arm("async", 30);
         ccoResult_t async = ccoSuccess;
         MUST(ccoCommGetAsyncError(c->comm, &async));
