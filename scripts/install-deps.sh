@@ -5,7 +5,7 @@
 set -eu
 # command:package. openmpi-bin (about 10 s to install) gives mpirun for the Python
 # test of examples/python/01_barrier.py; tests/scripts/test_python.sh adds mpi4py with pip.
-needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang clang-19:clang-19 ip:iproute2 pgrep:procps mpirun:openmpi-bin"
+needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang clang-19:clang-19 ip:iproute2 pgrep:procps mpirun:openmpi-bin llvm-link-19:llvm-19"
 missing=""
 for pair in $needs; do
   cmd=${pair%%:*} pkg=${pair#*:}
