@@ -44,6 +44,9 @@ if [ "$what" != tests ]; then
   "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-gda" | tee "$out/bench_gda.jsonl"
   # GDA and world barriers between two virtual hosts, against the raw engine's half round trip.
   "$bin/ccorun" -t 300 -n 2 --virtual-hosts 2 "$bin/cco-bench-gda" barrier | tee -a "$out/bench_gda.jsonl"
+  # Triton kernels on the device bitcode against the same CUDA C kernels (bench/bench_triton.py).
+  for n in 2 4 8; do "$bin/ccorun" -t 600 -n "$n" -x CCO_LIBRARY="$build/lib/libcco.so" python3 bench/bench_triton.py lsa allreduce; done | tee "$out/bench_triton.jsonl"
+  "$bin/ccorun" -t 300 -n 2 -x CCO_LIBRARY="$build/lib/libcco.so" python3 bench/bench_triton.py gda | tee -a "$out/bench_triton.jsonl"
   # The same measurements with NVSHMEM 3.4 (pip package nvidia-nvshmem-cu13).
   if bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1; then
     for n in 2 4 8; do

@@ -68,7 +68,8 @@ def lsa_put(dev_comm, win, out, value, WORDS: tl.constexpr, SCOPE: tl.constexpr,
         dst = cco.Window.lsa_ptr(win, p, me * WORDS * 4).to(tl.pointer_type(tl.int32), bitcast=True)
         offs = tl.arange(0, WORDS)
         tl.store(dst + offs, tl.full([WORDS], 0, tl.int32) + value)
-    if LEADER:  # thread scope: one thread of the program
+    if LEADER:  # thread scope: one thread of the program, after every thread's stores
+        cco.Coop.sync(cco.CoopScope.BLOCK)
         if cco.Coop.rank(cco.CoopScope.BLOCK) == 0:
             tl.store(out, cco.LsaBarrier.sync(dev_comm, 0, coop=cco.CoopScope.THREAD, timeout_ns=TIMEOUT_NS))
         cco.Coop.sync(cco.CoopScope.BLOCK)
@@ -112,7 +113,12 @@ def signals(dev_comm, win, out, value, OFF: tl.constexpr):
 
 @triton.jit
 def world_barrier(dev_comm, out, SCOPE: tl.constexpr):
-    tl.store(out, cco.Barrier.sync(dev_comm, 0, coop=SCOPE, timeout_ns=TIMEOUT_NS).to(tl.int64))
+    if SCOPE == 0:  # thread scope: one thread of the program
+        if cco.Coop.rank(cco.CoopScope.BLOCK) == 0:
+            tl.store(out, cco.Barrier.sync(dev_comm, 0, coop=SCOPE, timeout_ns=TIMEOUT_NS).to(tl.int64))
+        cco.Coop.sync(cco.CoopScope.BLOCK)
+    else:
+        tl.store(out, cco.Barrier.sync(dev_comm, 0, coop=SCOPE, timeout_ns=TIMEOUT_NS).to(tl.int64))
 
 
 @triton.jit
