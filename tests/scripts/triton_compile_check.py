@@ -9,6 +9,7 @@ tests/scripts/device_triton.sh; prints one line per kernel and ends with
 """
 import argparse
 import importlib.util
+import inspect
 import re
 import sys
 import time
@@ -48,7 +49,11 @@ def load(path):
 
 
 def compile_one(kernel, signature, constexprs, num_warps, arch, libs):
-    src = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
+    # Triton 3.2 names the constants `constants`; later ones `constexprs`.
+    if "constexprs" in inspect.signature(triton.compiler.ASTSource).parameters:
+        src = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
+    else:
+        src = triton.compiler.ASTSource(fn=kernel, signature=signature, constants=constexprs)
     options = {"num_warps": num_warps, "extern_libs": tuple(libs.items())}
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 
@@ -100,7 +105,9 @@ def main():
         compile_one(getattr(load(EXAMPLES[0][0]), EXAMPLES[0][1]), *EXAMPLES[0][2:], args.arch, {})
         report(False, "a kernel compiled without the bitcode fails", "it compiled")
     except Exception as exc:  # noqa: BLE001
-        text = str(exc)
+        text, cause = "", exc
+        while cause is not None:  # Triton 3.2 keeps the message in the cause only
+            text, cause = text + str(cause) + "\n", cause.__cause__ or cause.__context__
         report("extern_libs=cco.get_extern_libs()" in text, "a kernel compiled without the bitcode fails while "
                "tracing, naming extern_libs", "" if "extern_libs=" in text else text.strip().splitlines()[-1][:300])
     print(f"triton_compile_check: {passed} passed, {failed} failed")
