@@ -3,7 +3,9 @@ benchmark for a fixed GPU (sm_90, or --arch) without one, linked with the
 device bitcode the lookup finds, and checks the PTX: no call and no extern
 declaration of a cco_ir_ function left (every wrapper inlined), no local
 memory. Also checks that a kernel compiled without the bitcode in
-extern_libs fails while tracing, with the fix named. Run by
+extern_libs, or misusing a binding (a value out of its C type, a run-time
+scope, a scope the call refuses, a tensor for a side effect), fails while
+tracing with the reason named. Run by
 tests/scripts/device_triton.sh; prints one line per kernel and ends with
 "N passed, N failed".
 """
@@ -16,6 +18,7 @@ import time
 from pathlib import Path
 
 import triton
+import triton.language as tl
 from triton.backends.compiler import GPUTarget
 
 from cco.ir.triton import cco
@@ -39,6 +42,38 @@ EXAMPLES = [
      {"dev_comm": _I64, "win": _I64, "status": "*i32", "expected": _I64, "TEAM": "constexpr", "NBYTES": "constexpr"},
      {"TEAM": 3, "NBYTES": 65536}, 4),
 ]
+
+
+@triton.jit
+def _peer_too_big(dc, win):
+    cco.Window.lsa_ptr(win, 2**40, 0)
+
+
+@triton.jit
+def _run_time_scope(dc, win):
+    cco.Gda.flush(dc, coop=cco.DevComm.rank(dc))
+
+
+@triton.jit
+def _thread_scope_gda_barrier(dc, win):
+    cco.GdaBarrier.sync(dc, coop=cco.CoopScope.THREAD)
+
+
+@triton.jit
+def _tensor_of_peers(dc, win):
+    cco.Gda.put(dc, tl.arange(0, 4), win, 0, win, 0, 8)
+
+
+# Misuse caught while tracing: (kernel, words of the message).
+MISUSE = [(_peer_too_big, "does not fit the C int"), (_run_time_scope, "must be a compile-time constant"),
+          (_thread_scope_gda_barrier, "coop must be one of [1, 2]"), (_tensor_of_peers, "must be a scalar")]
+
+
+def error_text(exc):
+    text, cause = "", exc
+    while cause is not None:  # Triton 3.2 keeps the message in the cause only
+        text, cause = text + str(cause) + "\n", cause.__cause__ or cause.__context__
+    return text
 
 
 def load(path):
@@ -105,11 +140,17 @@ def main():
         compile_one(getattr(load(EXAMPLES[0][0]), EXAMPLES[0][1]), *EXAMPLES[0][2:], args.arch, {})
         report(False, "a kernel compiled without the bitcode fails", "it compiled")
     except Exception as exc:  # noqa: BLE001
-        text, cause = "", exc
-        while cause is not None:  # Triton 3.2 keeps the message in the cause only
-            text, cause = text + str(cause) + "\n", cause.__cause__ or cause.__context__
+        text = error_text(exc)
         report("extern_libs=cco.get_extern_libs()" in text, "a kernel compiled without the bitcode fails while "
                "tracing, naming extern_libs", "" if "extern_libs=" in text else text.strip().splitlines()[-1][:300])
+    for kernel, words in MISUSE:
+        try:
+            compile_one(kernel, {"dc": _I64, "win": _I64}, {}, 4, args.arch, libs)
+            report(False, f"misuse {kernel.__name__} fails while tracing", "it compiled")
+        except Exception as exc:  # noqa: BLE001
+            text = error_text(exc)
+            report(words in text, f"misuse {kernel.__name__} fails while tracing: {words}",
+                   "" if words in text else text.strip().splitlines()[-1][:300])
     print(f"triton_compile_check: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

@@ -13,12 +13,14 @@ from typing import Any, Optional, Sequence
 
 from triton.language import core
 
+from ..._convert import INT, UINT64, CType, to_c
 from ..device_functions import CCO_DEVICE_FUNCTIONS, I32, I64, U64
 
 CONTEXT_KWARG = "_semantic" if "_semantic" in inspect.signature(core.extern_elementwise).parameters else "_builder"
 
 _DTYPES = {U64: core.dtype("uint64"), I64: core.dtype("int64"), I32: core.dtype("int32")}
-_RANGES = {U64: (0, 2**64 - 1), I64: (-2**63, 2**63 - 1), I32: (-2**31, 2**31 - 1)}
+# Python integers pass the package's one checked conversion into C.
+_CTYPES = {U64: UINT64, I64: CType("int64_t", -(1 << 63), (1 << 63) - 1), I32: INT}
 LIB_NAME = "cco"
 
 
@@ -73,13 +75,8 @@ def _convert(value: Any, name: str, ctype: str, symbol: str, pure: bool, ctx: An
         if sca.is_floating() or (sca.is_ptr() and ctype == I32):
             kinds = "an integer" if ctype == I32 else "an integer or a pointer"
             raise TypeError(f"cco: {symbol}: argument {name} must be {kinds}, got {sca}")
-    elif isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"cco: {symbol}: argument {name} must be an integer, got {v!r}")
-    else:
-        lo, hi = _RANGES[ctype]
-        if not lo <= v <= hi:
-            raise OverflowError(f"cco: {symbol}: argument {name}={v} does not fit {ctype}")
-        v = int(v)  # an enum member becomes a plain constant
+    else:  # an enum member becomes a plain constant
+        v = to_c(_CTYPES[ctype], f"cco: {symbol}: argument {name}", v)
     return core.cast(v, _DTYPES[ctype], **{CONTEXT_KWARG: ctx})
 
 
