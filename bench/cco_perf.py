@@ -71,6 +71,9 @@ BENCHES = {
                     warmup=False, gpu=False, python=True),
     "nccl": Bench("nccl_ref.py", "NCCL all-gather and AllReduce (torch.distributed), the reference of allreduce",
                   (2,), (1, 1024), ops=("allgather", "allreduce"), python=True),
+    "triton": Bench("bench_triton.py", "Triton kernels on the device bitcode vs the same CUDA C kernels "
+                    "(LSA put, one-shot all-reduce, GDA put + flush)", (2, 4, 8), (2, 1024),
+                    ops=("lsa", "allreduce", "gda"), size_align=4, warmup=False, python=True),
     "nvshmem": Bench("nvshmem_ref", "NVSHMEM put, ping-pong, barrier, the reference of lsa "
                      "(bench/build_nvshmem_ref.sh builds it)", (2, 4, 8), (2, 1024), ops=("put", "pingpong", "barrier"),
                      size_align=16,
@@ -96,6 +99,8 @@ def gpu_set() -> List[Run]:
     runs += [Run("sdma", 2), Run("gda", 2, ops=["overhead", "bw", "latency", "rate"]),
              Run("gda", 2, virtual_hosts=2, ops=["barrier"])]
     runs += [Run("nvshmem", n, optional=True) for n in (2, 4, 8)]
+    # Triton against CUDA C: LSA and the all-reduce at 2, 4, 8 ranks, GDA between two ranks.
+    runs += [Run("triton", n, ops=["lsa", "allreduce"]) for n in (2, 4, 8)] + [Run("triton", 2, ops=["gda"])]
     return runs
 
 

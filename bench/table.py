@@ -17,6 +17,8 @@ from typing import Dict, List, Tuple
 COMMON = {"bench", "op", "bytes", "ranks", "iters", "metric", "value", "ref", "machine", "date", "cpus"}
 # Extras that describe one line's own measurement (its best trial, its status count, its goal)
 # rather than the configuration: they must not split a figure from its references.
+# Programs that only measure references for another benchmark's figures.
+REFERENCE_PROGRAMS = {"nvshmem", "nccl"}
 PER_LINE = {"min_us", "min_ms", "bad_status", "goal_ratio_max", "goal_ratio_min", "flushed_ms",
             "posts_written_ms", "variant", "launch"}
 
@@ -37,6 +39,8 @@ def matches(ref: dict, figure: dict) -> bool:
     configuration key that both name with different values (a reference program, like NVSHMEM's, names
     its own bench and has fewer keys)."""
     if any(ref[k] != figure[k] for k in ("op", "bytes", "ranks", "metric")):
+        return False
+    if ref["bench"] != figure["bench"] and ref["bench"] not in REFERENCE_PROGRAMS:
         return False
     a, b = config(ref), config(figure)
     return all(a[k] == b[k] for k in a.keys() & b.keys())

@@ -9,8 +9,9 @@ set -eu
 # tests; procps gives pgrep to the launcher tests; openmpi-bin (about 10 s to
 # install) gives mpirun for the Python test of examples/python/01_barrier.py.
 # pkg-config builds the installed-library test's consumer (tests/install/).
+# llvm-19 gives llvm-link, opt and llvm-nm to the device bitcode checks.
 # README.md lists the same packages: keep the two in step.
-needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang clang-19:clang-19 ip:iproute2 pgrep:procps mpirun:openmpi-bin python3:python3 pkg-config:pkg-config"
+needs="cmake:cmake make:make gcc:gcc g++:g++ clang:clang clang-19:clang-19 ip:iproute2 pgrep:procps mpirun:openmpi-bin python3:python3 pkg-config:pkg-config llvm-link-19:llvm-19"
 missing=""
 for pair in $needs; do
   cmd=${pair%%:*} pkg=${pair#*:}

@@ -48,6 +48,7 @@ if [ "$what" != tests ]; then
   mps_start
   # windows and LSA with 2, 4, 8 ranks; SDMA and GDA with 2 (GDA's barriers on two
   # virtual hosts); NVSHMEM's LSA figures with 2, 4, 8: each beside its references.
+  # Triton kernels against the same CUDA C kernels (bench_triton.py) at 2, 4, 8 ranks.
   perf gpu
   mps_stop
   # shellcheck source=tests/scripts/pyvenv.sh

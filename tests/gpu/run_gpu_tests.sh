@@ -56,6 +56,8 @@ for n in 2 4; do
 $n ranks under MPS" liveness_run "$n"
 done
 suite_programs "$bin" 4 "ranks under MPS"
+# shellcheck source=tests/gpu/triton_suite.sh
+source "$here/triton_suite.sh"; triton_suite "$bin"
 mps_stop
 echo "run_gpu_tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

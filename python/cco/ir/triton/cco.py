@@ -1,0 +1,340 @@
+"""The seeds' Triton namespace of the cco device API.
+
+    from cco.ir.triton import cco
+
+    @triton.jit
+    def lsa_copy(dev_comm, win, peer: tl.constexpr, N: tl.constexpr):
+        me = cco.DevComm.lsa_rank(dev_comm)
+        src = cco.Window.lsa_ptr(win, me, 0).to(tl.pointer_type(tl.uint32), bitcast=True)
+        dst = cco.Window.lsa_ptr(win, peer, 0).to(tl.pointer_type(tl.uint32), bitcast=True)
+        offs = tl.arange(0, N)
+        tl.store(dst + offs, tl.load(src + offs))
+
+    lsa_copy[(1,)](dc.ptr, win.handle, peer=1, N=256, extern_libs=cco.get_extern_libs())
+
+Kernels take the device communicator as ``dc.ptr`` and windows as
+``win.handle``. Each namespace (DevComm, Window, Coop, Signal, LsaSignal,
+LsaBarrier, Barrier, Sdma, Gda, GdaDeferred, GdaCallerOrdered, GdaBarrier)
+mirrors the C functions of the same name (``ccoGdaPut`` is ``cco.Gda.put``);
+docs/triton.md lists every call and the rules. Every thread of a program
+makes each call: a call of block scope is collective over the program.
+Scopes, thread modes and doorbell modes must be constants; they pick the
+symbol, so the kernel makes one direct call, which LLVM inlines.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Dict, Optional
+
+from triton.language import core
+
+from ..bitcode import BITCODE_ENV, DISABLE_JIT_ENV, find_cco_bitcode
+from ..device_functions import symbol_name
+from ._extern import LIB_NAME, call, constant
+from ._extern import context as _ctx
+from ._gda import gda_namespace
+from .enums import CoopScope, SdmaSignal, SignalOp, Status, Team, ThreadMode, scope_name  # noqa: F401 (API)
+
+
+# ------------------------------------------------------------------ host side
+
+
+@functools.lru_cache(maxsize=None)
+def _extern_libs(arch: int, env: tuple) -> Dict[str, str]:
+    return {LIB_NAME: find_cco_bitcode(arch)}
+
+
+def current_arch() -> int:
+    """Compute capability of the GPU Triton launches on (90 for an H200)."""
+    from triton.runtime import driver
+
+    return int(driver.active.get_current_target().arch)
+
+
+def get_extern_libs(arch: Optional[int] = None) -> Dict[str, str]:
+    """``extern_libs`` for a launch of a kernel that calls cco:
+    ``{"cco": <libcco_device_sm<arch>.bc>}`` for the current GPU (or for
+    ``arch``, e.g. 90 to compile without a GPU). See cco.ir.bitcode for
+    where the file comes from."""
+    arch = current_arch() if arch is None else int(arch)
+    env = tuple(os.environ.get(n) for n in BITCODE_ENV + DISABLE_JIT_ENV)
+    return dict(_extern_libs(arch, env))
+
+
+def preload(kernel: Any, *args: Any, grid: Any = (1,), **kwargs: Any) -> Any:
+    """Compiles ``kernel`` for these arguments and loads it on the GPU now,
+    without launching it; returns Triton's compiled kernel. A module load
+    waits for kernels already running, including a peer's under MPS: load
+    every kernel before any of them may wait for another rank
+    (docs/triton.md)."""
+    compiled = kernel.warmup(*args, grid=grid, **kwargs)
+    compiled.run  # noqa: B018 - reading it loads the module (every Triton since 3.0)
+    return compiled
+
+
+# --------------------------------------------------------------- device side
+
+
+def _query(symbol: str, doc: str) -> staticmethod:
+    """A binding of a one-argument query of the device communicator."""
+
+    def query(dev_comm, _semantic=None, _builder=None):
+        return call(symbol, [dev_comm], _ctx(_semantic, _builder))
+
+    query.__name__ = query.__qualname__ = symbol.replace("cco_ir_devcomm_", "")
+    query.__doc__ = doc
+    return staticmethod(core.extern(query))
+
+
+class DevComm:
+    """Queries of the device communicator (``dc.ptr``)."""
+
+    rank = _query("cco_ir_devcomm_rank", "World rank.")
+    world_size = _query("cco_ir_devcomm_world_size", "Ranks in the communicator.")
+    lsa_rank = _query("cco_ir_devcomm_lsa_rank", "Rank among the LSA peers (this host).")
+    lsa_size = _query("cco_ir_devcomm_lsa_size", "LSA peers, this rank included.")
+    node = _query("cco_ir_devcomm_node", "This rank's host.")
+    node_count = _query("cco_ir_devcomm_node_count", "Hosts.")
+    lsa_barrier_count = _query("cco_ir_devcomm_lsa_barrier_count", "LSA barriers (world barriers' included).")
+    barrier_count = _query("cco_ir_devcomm_barrier_count", "World barriers.")
+    sdma_queue_count = _query("cco_ir_devcomm_sdma_queue_count", "SDMA queues per LSA peer.")
+    gda_context_count = _query("cco_ir_devcomm_gda_context_count", "GDA contexts.")
+    gda_signal_count = _query("cco_ir_devcomm_gda_signal_count", "GDA signal slots.")
+    gda_counter_count = _query("cco_ir_devcomm_gda_counter_count", "GDA counters.")
+    gda_connection_type = _query("cco_ir_devcomm_gda_connection_type", "ccoGdaConnectionType_t.")
+    aborted = _query("cco_ir_devcomm_aborted", "1 once the host has set the abort word (read on each call).")
+
+    @staticmethod
+    @core.extern
+    def team_size(dev_comm, team, _semantic=None, _builder=None):
+        return call("cco_ir_devcomm_team_size", [dev_comm, team], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def team_rank(dev_comm, team, _semantic=None, _builder=None):
+        return call("cco_ir_devcomm_team_rank", [dev_comm, team], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def team_rank_to_world(dev_comm, team, team_rank, _semantic=None, _builder=None):
+        return call("cco_ir_devcomm_team_rank_to_world", [dev_comm, team, team_rank], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def team_rank_from_world(dev_comm, team, world_rank, _semantic=None, _builder=None):
+        return call("cco_ir_devcomm_team_rank_from_world", [dev_comm, team, world_rank],
+                    _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def team_is_member(dev_comm, team, world_rank, _semantic=None, _builder=None):
+        return call("cco_ir_devcomm_team_is_member", [dev_comm, team, world_rank], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def lsa_ptr(dev_comm, ptr, peer, _semantic=None, _builder=None):
+        """LSA peer ``peer``'s address of a symmetric address ``ptr`` of this
+        rank (ccoGetLsaPeerPtrFlat), as a uint64."""
+        return call("cco_ir_devcomm_lsa_ptr_flat", [dev_comm, ptr, peer], _ctx(_semantic, _builder))
+
+
+class Window:
+    """Addresses in a window (``win.handle``), as uint64: turn one into a
+    pointer with ``.to(tl.pointer_type(tl.uint32), bitcast=True)``."""
+
+    @staticmethod
+    @core.extern
+    def lsa_ptr(win, peer, offset, _semantic=None, _builder=None):
+        """Byte ``offset`` of LSA peer ``peer``'s copy of the window."""
+        return call("cco_ir_window_lsa_ptr", [win, peer, offset], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def local_ptr(win, offset, _semantic=None, _builder=None):
+        return call("cco_ir_window_local_ptr", [win, offset], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def size(win, _semantic=None, _builder=None):
+        return call("cco_ir_window_size", [win], _ctx(_semantic, _builder))
+
+
+class Coop:
+    """The cooperation scopes as the calling thread sees them."""
+
+    @staticmethod
+    @core.extern
+    def rank(coop, _semantic=None, _builder=None):
+        return call(symbol_name("coop_rank", scope=scope_name(coop)), [], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def size(coop, _semantic=None, _builder=None):
+        return call(symbol_name("coop_size", scope=scope_name(coop)), [], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def sync(coop, _semantic=None, _builder=None):
+        return call(symbol_name("coop_sync", scope=scope_name(coop)), [], _ctx(_semantic, _builder))
+
+
+class Signal:
+    """Signal words (uint64 addresses) at system scope: release store,
+    acquire load, release add (returns the old value)."""
+
+    @staticmethod
+    @core.extern
+    def store(signal, value, _semantic=None, _builder=None):
+        return call("cco_ir_signal_store", [signal, value], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def load(signal, _semantic=None, _builder=None):
+        return call("cco_ir_signal_load", [signal], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def add(signal, value, _semantic=None, _builder=None):
+        return call("cco_ir_signal_add", [signal, value], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def wait_until(dev_comm, signal, value, timeout_ns=0, _semantic=None, _builder=None):
+        """Waits until the word reaches ``value``, the abort word, or the
+        timeout (0: none); returns a Status. Every calling thread waits."""
+        return call("cco_ir_signal_wait_until", [dev_comm, signal, value, timeout_ns], _ctx(_semantic, _builder))
+
+
+class LsaSignal:
+    """The same at the device communicator's LSA scope (GPU scope when every
+    LSA peer is on this GPU)."""
+
+    @staticmethod
+    @core.extern
+    def store(dev_comm, signal, value, _semantic=None, _builder=None):
+        return call("cco_ir_lsa_signal_store", [dev_comm, signal, value], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def load(dev_comm, signal, _semantic=None, _builder=None):
+        return call("cco_ir_lsa_signal_load", [dev_comm, signal], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def add(dev_comm, signal, value, _semantic=None, _builder=None):
+        return call("cco_ir_lsa_signal_add", [dev_comm, signal, value], _ctx(_semantic, _builder))
+
+
+class LsaBarrier:
+    """LSA barrier ``index`` of the device communicator. Use block scope in
+    Triton (the program is the block); one index per program that syncs at
+    the same time."""
+
+    @staticmethod
+    @core.extern
+    def sync(dev_comm, index=0, coop=CoopScope.BLOCK, timeout_ns=0, _semantic=None, _builder=None):
+        return call(symbol_name("lsa_barrier_sync", scope=scope_name(coop)), [dev_comm, index, timeout_ns],
+                    _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def arrive(dev_comm, index=0, coop=CoopScope.BLOCK, _semantic=None, _builder=None):
+        return call(symbol_name("lsa_barrier_arrive", scope=scope_name(coop)), [dev_comm, index],
+                    _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def wait(dev_comm, index=0, coop=CoopScope.BLOCK, timeout_ns=0, _semantic=None, _builder=None):
+        """Waits for the peers' arrival at this rank's last arrive."""
+        return call(symbol_name("lsa_barrier_wait", scope=scope_name(coop)), [dev_comm, index, timeout_ns],
+                    _ctx(_semantic, _builder))
+
+
+class Barrier:
+    """World barrier ``index`` (``barrier_count`` of the requirements)."""
+
+    @staticmethod
+    @core.extern
+    def sync(dev_comm, index=0, coop=CoopScope.BLOCK, timeout_ns=0, context=0, _semantic=None, _builder=None):
+        return call(symbol_name("barrier_sync", scope=scope_name(coop)), [dev_comm, context, index, timeout_ns],
+                    _ctx(_semantic, _builder))
+
+
+class GdaBarrier:
+    """GDA barrier ``index`` over the rail team (``rail_gda_barrier_count``);
+    warp or block scope."""
+
+    @staticmethod
+    @core.extern
+    def sync(dev_comm, index=0, coop=CoopScope.BLOCK, timeout_ns=0, context=0, _semantic=None, _builder=None):
+        scope = scope_name(coop, (CoopScope.WARP, CoopScope.BLOCK))
+        return call(symbol_name("gda_barrier_sync", scope=scope), [dev_comm, context, index, timeout_ns],
+                    _ctx(_semantic, _builder))
+
+
+class Sdma:
+    """Copy-engine puts and gets to LSA peers, their signals and quiet."""
+
+    @staticmethod
+    @core.extern
+    def put(dev_comm, peer, dst_win, dst_off, src_win, src_off, nbytes, queue=0, signal=SdmaSignal.REMOTE,
+            coop=CoopScope.BLOCK, _semantic=None, _builder=None):
+        sig = constant(signal, "signal", tuple(SdmaSignal))
+        return call(symbol_name("sdma_put", scope=scope_name(coop)),
+                    [dev_comm, peer, dst_win, dst_off, src_win, src_off, nbytes, queue, sig],
+                    _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def get(dev_comm, peer, dst_win, dst_off, src_win, src_off, nbytes, queue=0, coop=CoopScope.BLOCK,
+            _semantic=None, _builder=None):
+        return call(symbol_name("sdma_get", scope=scope_name(coop)),
+                    [dev_comm, peer, dst_win, dst_off, src_win, src_off, nbytes, queue], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def commit(dev_comm, peer, queue=0, coop=CoopScope.BLOCK, _semantic=None, _builder=None):
+        return call(symbol_name("sdma_commit", scope=scope_name(coop)), [dev_comm, peer, queue],
+                    _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def wait_signal(dev_comm, src, expected, queue=0, coop=CoopScope.BLOCK, timeout_ns=0, _semantic=None,
+                    _builder=None):
+        return call(symbol_name("sdma_wait_signal", scope=scope_name(coop)),
+                    [dev_comm, src, queue, expected, timeout_ns], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def read_signal(dev_comm, src, queue=0, _semantic=None, _builder=None):
+        return call("cco_ir_sdma_read_signal", [dev_comm, src, queue], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def signal_ptr(dev_comm, src, queue=0, _semantic=None, _builder=None):
+        return call("cco_ir_sdma_signal_ptr", [dev_comm, src, queue], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def quiet(dev_comm, peer, coop=CoopScope.BLOCK, queue=None, _semantic=None, _builder=None):
+        """Every operation posted to ``peer`` (on ``queue``, or on all its
+        queues) has finished."""
+        ctx = _ctx(_semantic, _builder)
+        if queue is None:
+            return call(symbol_name("sdma_quiet", scope=scope_name(coop)), [dev_comm, peer], ctx)
+        return call(symbol_name("sdma_quiet_queue", scope=scope_name(coop)), [dev_comm, peer, queue], ctx)
+
+
+Gda = gda_namespace("Gda", "immediate", "GDA calls on an Immediate handle: every post rings the doorbell.")
+GdaDeferred = gda_namespace(
+    "GdaDeferred", "deferred",
+    "GDA calls on a Deferred handle: posts wait for the next Immediate post or flush on the context.")
+GdaCallerOrdered = gda_namespace(
+    "GdaCallerOrdered", "caller_ordered",
+    "GDA calls on a CallerOrdered handle: no standalone signal (put with a signal_op); only its own "
+    "flush, flush_peer and flush_async release its posts.")
+
+__all__ = ["Barrier", "Coop", "CoopScope", "DevComm", "Gda", "GdaBarrier", "GdaCallerOrdered", "GdaDeferred",
+           "LsaBarrier", "LsaSignal", "SdmaSignal", "Sdma", "Signal", "SignalOp", "Status", "Team", "ThreadMode",
+           "Window", "current_arch", "get_extern_libs", "preload"]
