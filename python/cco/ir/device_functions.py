@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from string import Template
-from typing import Dict, Iterator, Mapping, Sequence, Tuple
+from typing import Dict, Iterator, List, Mapping, Sequence, Tuple
 
 U64 = "uint64"
 I64 = "int64"
@@ -72,7 +72,7 @@ def _expand(family: str, params: Sequence[Tuple[str, str]], ret: str, pure: bool
             axes: Mapping[str, Sequence[str]]) -> Iterator[DeviceFunction]:
     """One entry per combination of the axes' values ($scope, $doorbell and
     $thread_mode in the body become the C enum values)."""
-    combos = [()]
+    combos: List[Tuple[Tuple[str, str], ...]] = [()]
     for axis in AXES:
         if axis in axes:
             combos = [c + ((axis, v),) for c in combos for v in axes[axis]]
@@ -85,7 +85,7 @@ def _expand(family: str, params: Sequence[Tuple[str, str]], ret: str, pure: bool
 _TABLE: Dict[str, DeviceFunction] = {}
 
 
-def _add(family: str, params: Sequence[Tuple[str, str]], ret: str, body: str, pure: bool = False,
+def _add(family: str, params: Sequence[Tuple[str, str]], ret: str, body: str, *, pure: bool = False,
          **axes: Sequence[str]) -> None:
     for fn in _expand(family, params, ret, pure, body, axes):
         assert fn.symbol not in _TABLE, fn.symbol
@@ -219,25 +219,24 @@ _GDA0 = "ccoGda g = ccoGdaHandle(CCO_IR_DC(dev_comm), 0, ccoGdaDoorbellImmediate
 SIGNAL_SPEC = [("signal_op", I32), ("signal_id", I32), ("signal_val", U64)]
 COUNTER = ("counter", I32)
 _SIG = "cco_ir_signal(signal_op, signal_id, signal_val)"
-_POSTS = dict(doorbell=ALL_DOORBELLS, scope=ALL_SCOPES)
 
 _add("gda_put", [DC, CTX, PEER, *DST, *SRC, NBYTES, *SIGNAL_SPEC, COUNTER], I32,
      _GDA + "return ccoGdaPut(&g, peer, CCO_IR_WIN(dst_win), dst_off, CCO_IR_WIN(src_win), src_off, nbytes,\n"
      f"                   {_SIG}, (uint32_t)counter, $scope, $thread_mode);",
-     thread_mode=ALL_THREAD_MODES, **_POSTS)
+     thread_mode=ALL_THREAD_MODES, doorbell=ALL_DOORBELLS, scope=ALL_SCOPES)
 _add("gda_put_value", [DC, CTX, PEER, *DST, ("value", U64), ("size", I32), *SIGNAL_SPEC, COUNTER], I32,
      _GDA + "return ccoGdaPutValue(&g, peer, CCO_IR_WIN(dst_win), dst_off, value, (uint32_t)size,\n"
      f"                        {_SIG}, (uint32_t)counter, $scope, $thread_mode);",
-     thread_mode=ALL_THREAD_MODES, **_POSTS)
+     thread_mode=ALL_THREAD_MODES, doorbell=ALL_DOORBELLS, scope=ALL_SCOPES)
 _add("gda_get", [DC, CTX, PEER, *DST, *SRC, NBYTES, COUNTER], I32,
      _GDA + "return ccoGdaGet(&g, peer, CCO_IR_WIN(dst_win), dst_off, CCO_IR_WIN(src_win), src_off, nbytes,\n"
-     "                   (uint32_t)counter, $scope, $thread_mode);", thread_mode=ALL_THREAD_MODES, **_POSTS)
+     "                   (uint32_t)counter, $scope, $thread_mode);", thread_mode=ALL_THREAD_MODES, doorbell=ALL_DOORBELLS, scope=ALL_SCOPES)
 # A caller-ordered handle has no standalone signal: its puts carry theirs.
 _add("gda_signal", [DC, CTX, PEER, *SIGNAL_SPEC], I32,
      _GDA + f"return ccoGdaSignal(&g, peer, {_SIG}, $scope);",
      doorbell=("immediate", "deferred"), scope=ALL_SCOPES)
 _add("gda_counter", [DC, CTX, PEER, COUNTER], I32,
-     _GDA + "return ccoGdaCounter(&g, peer, (uint32_t)counter, $scope);", **_POSTS)
+     _GDA + "return ccoGdaCounter(&g, peer, (uint32_t)counter, $scope);", doorbell=ALL_DOORBELLS, scope=ALL_SCOPES)
 # A flush always rings (it posts a fence), so it is the same in every
 # doorbell mode: one symbol per scope serves the three handles.
 _FLUSH = "ccoGda g = ccoGdaHandle(CCO_IR_DC(dev_comm), (uint32_t)context, ccoGdaDoorbellImmediate);\n  "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List
+from typing import List, Optional
 
 from .device_functions import C_TYPES, CCO_DEVICE_FUNCTIONS, TEAM_GDA, DeviceFunction
 
@@ -71,7 +71,7 @@ def c_source() -> str:
     return "".join(parts)
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="write the C wrappers of the cco device bitcode")
     ap.add_argument("--output", "-o", required=True, help="the .c file to write")
     args = ap.parse_args(argv)

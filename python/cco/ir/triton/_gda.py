@@ -2,6 +2,8 @@
 bindings, made once per doorbell mode (the symbols differ, the calls do not)."""
 from __future__ import annotations
 
+from typing import Dict
+
 from triton.language import core
 
 from ..device_functions import symbol_name
@@ -121,7 +123,7 @@ def gda_namespace(name: str, doorbell: str, doc: str) -> type:
                    counter_ptr=counter_ptr, has_peer=has_peer, team_peer=team_peer)
     if doorbell == "caller_ordered":
         del members["signal"]  # its puts carry their signals
-    attrs = {k: staticmethod(core.extern(f)) for k, f in members.items()}
+    attrs: Dict[str, object] = {k: staticmethod(core.extern(f)) for k, f in members.items()}
     attrs["__doc__"] = doc
     attrs["__module__"] = "cco.ir.triton.cco"
     return type(name, (), attrs)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from triton.language import core
 
@@ -41,7 +41,7 @@ from .enums import CoopScope, SdmaSignal, SignalOp, Status, Team, ThreadMode, sc
 
 
 @functools.lru_cache(maxsize=None)
-def _extern_libs(arch: int, env: tuple) -> Dict[str, str]:
+def _extern_libs(arch: int, env: Tuple[Optional[str], ...]) -> Dict[str, str]:
     return {LIB_NAME: find_cco_bitcode(arch)}
 
 
@@ -76,7 +76,7 @@ def preload(kernel: Any, *args: Any, grid: Any = (1,), **kwargs: Any) -> Any:
 # --------------------------------------------------------------- device side
 
 
-def _query(symbol: str, doc: str) -> staticmethod:
+def _query(symbol: str, doc: str) -> Any:
     """A binding of a one-argument query of the device communicator."""
 
     def query(dev_comm, _semantic=None, _builder=None):
