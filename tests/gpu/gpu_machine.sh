@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds cco on the GPU machine, runs the CPU and GPU test suites and the
 # benchmarks, and writes every log under $OUT (or ./gpu-logs).
-# Usage: bash tests/gpu/gpu_machine.sh [tests|bench|all]
+# Usage: bash tests/gpu/gpu_machine.sh [tests|gpu|bench|all]
+#   tests: the CPU suite (ctest) and the GPU suite; gpu: the GPU suite alone;
+#   bench: the benchmarks; all (default): everything.
 # The paths below are the repository's: the script runs from its root,
 # wherever it is called from ($OUT or ./gpu-logs stays relative to the caller).
 set -u
@@ -27,13 +29,15 @@ CUDACXX=$nvcc cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${fabric
 bin=$build/bin
 "$bin/cco-info" -e >"$out/cco-info.txt" 2>&1; head -6 "$out/cco-info.txt"
 source tests/gpu/mps.sh
-if [ "$what" != bench ]; then
+if [ "$what" = tests ] || [ "$what" = all ]; then
   (cd "$build" && ctest --output-on-failure --timeout 300) >"$out/ctest.txt" 2>&1
   echo "ctest rc=$?"; grep -E "tests passed|Failed|\*\*\*" "$out/ctest.txt" | head -20
+fi
+if [ "$what" != bench ]; then
   bash tests/gpu/run_gpu_tests.sh "$bin" >"$out/gpu_tests.txt" 2>&1
   echo "gpu tests rc=$?"; grep -E "^(ok|FAIL)|passed|cco-demo" "$out/gpu_tests.txt" | head -40
 fi
-if [ "$what" != tests ]; then
+if [ "$what" = bench ] || [ "$what" = all ]; then
   # One way to run benchmarks: bench/cco_perf.py (docs/perf.md). Every JSON line
   # goes to bench.jsonl (one date for the whole run), each program's own output
   # under bench-logs/, the plots of bench/plot.py under plots/.
