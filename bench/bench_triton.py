@@ -156,9 +156,9 @@ COMPILE_SPECS = {
 class Bench:
     def __init__(self, comm, torch, cp):
         self.comm, self.torch, self.cp = comm, torch, cp
-        import cco.cuda
+        from cco import cuda as cco_cuda  # not "import cco.cuda": that would rebind cco, the Triton namespace
 
-        self.module = cco.cuda.raw_module(CUDA_C, options=(f"-I{REPO / 'examples'}", "-std=c++17"))
+        self.module = cco_cuda.raw_module(CUDA_C, options=(f"-I{REPO / 'examples'}", "-std=c++17"))
         self.libs = cco.get_extern_libs()
         self.sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 

@@ -32,6 +32,7 @@ from cco.ir.triton import cco  # noqa: E402
 from cco.launch import finalize, init_communicator  # noqa: E402
 
 SUCCESS, TIMEOUT, INVALID, NO_PEER = 0, 2, 4, 5
+TRACE = os.environ.get("CCO_TEST_TRACE") == "1"
 GDA_TEAM = {GDA_CONNECTION_NONE: TEAM_CROSS_NODE, 1: TEAM_CROSS_NODE, GDA_CONNECTION_FULL: TEAM_WORLD, 3: TEAM_RAIL}
 
 
@@ -58,6 +59,8 @@ class Job:
             self.loaded.add(key)
             if collective:
                 self.comm.barrier()
+        if TRACE:  # which kernel a rank was in when it died
+            print(f"rank {self.comm.rank}: launch {key}", flush=True)
         kernel[grid](*args, num_warps=num_warps, extern_libs=self.libs, **consts)
         torch.cuda.synchronize()
 
@@ -154,6 +157,9 @@ def check_sdma(job, dc):
                        [SUCCESS, SUCCESS, SUCCESS, SUCCESS, expected, expected, SUCCESS, SUCCESS, SUCCESS, INVALID])
             job.expect(f"SDMA put data, scope {scope}", bool(torch.equal(got_put, pattern(prv, rnd))), True)
             job.expect(f"SDMA get data, scope {scope}", bool(torch.equal(got_get, pattern(nxt, rnd))), True)
+            # The next rank's src is read by this rank's get: it must not take the next round's pattern
+            # before every rank has checked this one.
+            comm.barrier()
     comm.barrier()
     win.deregister()
 
@@ -192,6 +198,7 @@ def check_gda(job, dc, multi_host):
             job.expect(name + ": put data", bool(torch.equal(from_prev, pattern(prv, rnd))), True)
             job.expect(name + ": get data", bool(torch.equal(from_next, pattern(nxt, rnd))), True)
             job.expect(name + ": put-value", int(value.item()), 1000 * rnd + prv)
+            comm.barrier()  # as for SDMA: the next round's src only after every rank's get has been checked
             rnd += 1
     if multi_host:  # CROSSNODE: this rank has no endpoint to itself
         out = out_words(16)

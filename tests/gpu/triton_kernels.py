@@ -14,7 +14,7 @@ import triton.language as tl
 from cco.ir.triton import cco
 
 MS = tl.constexpr(1_000_000)
-TIMEOUT_NS = tl.constexpr(60_000_000_000)  # a lost peer fails the check instead of hanging it
+TIMEOUT_NS = tl.constexpr(5_000_000_000)  # a lost peer or a wrong count fails the check in 5 s instead of hanging it
 
 
 @triton.jit

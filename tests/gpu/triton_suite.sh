@@ -15,11 +15,11 @@ triton_suite() {
   local env=(-x CCO_LIBRARY="$bin/../lib/libcco.so" -x PYTHONPATH="$repo/python")
   for n in 2 4 8; do
     run "Triton bindings (queries, LSA puts and barriers, signals, world barrier, SDMA), $n ranks under MPS" \
-      "$bin/ccorun" -t 600 -n "$n" -p "${env[@]}" python3 "$here/test_triton_gpu.py"
+      "$bin/ccorun" -t 180 -n "$n" -p "${env[@]}" python3 "$here/test_triton_gpu.py"
   done
   for n in 2 4; do
     run "Triton bindings (GDA: every doorbell mode, scope and thread mode; world barrier), $n ranks on two \
-virtual hosts under MPS" "$bin/ccorun" -t 600 -n "$n" --virtual-hosts 2 -p "${env[@]}" python3 "$here/test_triton_gpu.py" gda
+virtual hosts under MPS" "$bin/ccorun" -t 180 -n "$n" --virtual-hosts 2 -p "${env[@]}" python3 "$here/test_triton_gpu.py" gda
   done
   run "Triton example: the guide's lsa_copy, 2 ranks" \
     "$bin/ccorun" -t 300 -n 2 -p "${env[@]}" python3 "$repo/examples/ir/lsa_copy.py"
