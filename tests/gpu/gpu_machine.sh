@@ -56,6 +56,8 @@ if [ "$what" != tests ]; then
     echo "nvshmem_ref: build failed (continuing); see $out/nvshmem_build.log:"
     tail -20 "$out/nvshmem_build.log"
   fi
+  # torch backend "CCO" against torch's NVSHMEM backend: rendezvous and one_shot_all_reduce.
+  python3 bench/bench_torch_symm.py --bin "$bin" --ranks 2 | tee "$out/bench_torch_symm.jsonl"
   mps_stop
 fi
 # Several GPUs: the suite and the benchmarks again, one process per GPU.
