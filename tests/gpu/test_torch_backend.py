@@ -378,8 +378,11 @@ def part_timeout(job: Job) -> int:
         try:
             torch.cuda.synchronize()
         except RuntimeError as exc:
-            print(f"timeout: rank 0 got {type(exc).__name__} after "
-                  f"{time.perf_counter() - t0:.2f} s: {str(exc).splitlines()[0]}", flush=True)
+            waited = time.perf_counter() - t0
+            # It must have waited for the timeout, not failed at once.
+            verdict = "expired" if 0.4 <= waited < 30 else "out of bounds"
+            print(f"timeout: rank 0 got {type(exc).__name__} after {waited:.2f} s ({verdict}): "
+                  f"{str(exc).splitlines()[0]}", flush=True)
             os._exit(3)
         print("timeout: wait_signal returned without a signal", flush=True)
         os._exit(1)
