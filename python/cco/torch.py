@@ -45,7 +45,7 @@ import contextlib
 import importlib.util
 import os
 import warnings
-from typing import Any, Iterator, List, Optional, Set, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 from . import _lib, symmetry
 from ._tensor_window import BackendCommunicator, BackendWindow, TensorWindow, window_of  # noqa: F401

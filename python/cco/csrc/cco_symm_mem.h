@@ -111,9 +111,9 @@ struct PeerView {
   ccoWindow_t window = nullptr;
   char* local = nullptr;               // this rank's copy in the group's flat VA
   std::vector<void*> buffers, pads;    // per group rank; NULL off this host
-  void** buffers_dev = nullptr;        // device copies of buffers and pads
-  void** pads_dev = nullptr;
-  int* global_ranks_dev = nullptr;
+  void** buffers_dev = nullptr;        // device copies of buffers, pads and the
+  void** pads_dev = nullptr;           // group's global ranks, in one block that
+  int* global_ranks_dev = nullptr;     // starts at buffers_dev
   bool all_direct = false;             // every rank of the group is on this host
 
   PeerView() = default;

@@ -3,6 +3,7 @@
 // read from the window's flat VA. The import is placed at an offset free on
 // every rank, so tensors may be freed in any order on each rank.
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 #include "cco_symm_mem.h"
@@ -37,17 +38,24 @@ void check_layouts(const std::vector<Layout>& all, const std::string& group) {
   }
 }
 
-template <typename T>
-T* to_device(const std::vector<T>& host) {
+// One device block for the three arrays kernels read: buffers, pads (one
+// pointer per rank each), then the global ranks. One allocation and one
+// copy, since rendezvous time counts.
+void* arrays_to_device(const std::vector<void*>& buffers, const std::vector<void*>& pads,
+                       const std::vector<int>& ranks) {
+  size_t n = buffers.size();
+  std::vector<char> host(2 * n * sizeof(void*) + n * sizeof(int));
+  std::memcpy(host.data(), buffers.data(), n * sizeof(void*));
+  std::memcpy(host.data() + n * sizeof(void*), pads.data(), n * sizeof(void*));
+  std::memcpy(host.data() + 2 * n * sizeof(void*), ranks.data(), n * sizeof(int));
   void* dev = nullptr;
-  size_t bytes = host.size() * sizeof(T);
-  check_cuda(cudaMalloc(&dev, bytes), "allocating the peer pointer arrays");
-  cudaError_t err = cudaMemcpy(dev, host.data(), bytes, cudaMemcpyHostToDevice);
+  check_cuda(cudaMalloc(&dev, host.size()), "allocating the peer pointer arrays");
+  cudaError_t err = cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice);
   if (err != cudaSuccess) {
     cudaFree(dev);
     check_cuda(err, "copying the peer pointer arrays");
   }
-  return static_cast<T*>(dev);
+  return dev;
 }
 
 }  // namespace
@@ -56,9 +64,7 @@ PeerView::~PeerView() {
   if (exiting()) return;
   // Kernels that used the arrays have finished: the tensor is gone or its
   // last handle is, and cudaFree waits for the device anyway.
-  cudaFree(buffers_dev);
-  cudaFree(pads_dev);
-  cudaFree(global_ranks_dev);
+  cudaFree(buffers_dev);  // the block that holds the three arrays
   if (!group || !window) return;
   std::lock_guard<std::mutex> guard(group->lock);
   if (!group->comm) return;  // destroyed at shutdown, windows with it
@@ -102,9 +108,10 @@ std::shared_ptr<PeerView> make_peer_view(std::shared_ptr<Allocation> alloc,
       view->buffers[r] = peer;
       view->pads[r] = static_cast<char*>(peer) + alloc->pad_offset;
     }
-    view->buffers_dev = to_device(view->buffers);
-    view->pads_dev = to_device(view->pads);
-    view->global_ranks_dev = to_device(group->global_ranks);
+    void* arrays = arrays_to_device(view->buffers, view->pads, group->global_ranks);
+    view->buffers_dev = static_cast<void**>(arrays);
+    view->pads_dev = view->buffers_dev + world;
+    view->global_ranks_dev = reinterpret_cast<int*>(view->pads_dev + world);
   } catch (...) {
     // The lock is held here, so the window goes now, not in the destructor.
     ccoWindowDeregister(comm, view->window);
