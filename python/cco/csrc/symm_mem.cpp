@@ -6,6 +6,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <cstdio>
+
 namespace cco_torch {
 
 using c10d::symmetric_memory::SymmetricMemory;
@@ -136,9 +138,14 @@ void CcoAllocator::free(void* ptr) {
     block = std::move(it->second);
     blocks_.erase(it);
   }
-  // Released outside the lock: deregistering synchronizes the device.
-  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(block->alloc->device));
-  block.reset();
+  // Released outside the lock: deregistering synchronizes the device. This
+  // runs in a tensor's deleter, where an exception would end the process.
+  try {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(block->alloc->device));
+    block.reset();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "CCO symmetric memory: freeing %p: %s\n", ptr, e.what());
+  }
 }
 
 size_t CcoAllocator::get_alloc_size(void* ptr) {
