@@ -117,16 +117,19 @@ def _archs() -> List[str]:
 
 
 def toolchain(need_torch: bool = True) -> Toolchain:
+    """What a build needs; `need_torch` False (a compile check) also does
+    without libcco loaded, which a sanitizer build's library refuses."""
     torch_dir = _torch_dir()
     if torch_dir is None and need_torch:
         raise CCOUnsupported("torch is not installed: the CCO backend is a torch extension")
+    libcco = Path(_lib.library_path()) if need_torch else Path("libcco.so")
     return Toolchain(
         torch_dir=torch_dir,
         torch_version=importlib.metadata.version("torch") if torch_dir else "none",
         cuda_home=_cuda_home(),
         cxx=os.environ.get("CXX", "c++"),
         cco_include=_cco_include(),
-        libcco=Path(_lib.library_path()),
+        libcco=libcco,
         archs=_archs(),
     )
 
@@ -312,6 +315,10 @@ def check(verbose: bool = False) -> bool:
         raise ExtensionBuildError(f"no C++ compiler '{tc.cxx}' (set CXX)")
     cmds = compile_commands(tc, module_name(build_key(tc)), Path(os.devnull), syntax_only=True)
     complete = True
+    cuda_headers = [tc.cuda_home / "include", Path("/usr/include")]
+    if not any((d / "cuda_runtime_api.h").exists() for d in cuda_headers):
+        print(f"check: no CUDA headers under {tc.cuda_home}: nothing compiled", file=sys.stderr)
+        return False
     if not tc.nvcc.exists():
         cmds = [c for c in cmds if c[0] != str(tc.nvcc)]
         print(f"check: no nvcc at {tc.nvcc}: {', '.join(CUDA_SOURCES)} not compiled", file=sys.stderr)
