@@ -1,4 +1,4 @@
-"""Triton kernels over LSA, SDMA and GDA (the seeds' test_triton_cco.py).
+"""Triton kernels over LSA, SDMA and GDA (the guide's test_triton_cco.py).
 
 Every rank owns a window [src: NBYTES][dst: world_size x NBYTES] and fills
 src with a pattern of its own; per round, one Triton kernel delivers it into

@@ -222,12 +222,15 @@ ccoResult_t ccoMemImport(ccoComm* comm, void* extPtr, size_t size, void** localP
  * and returns the device-visible descriptor kernels take. */
 ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win);
 
-/* The guide's size-only form (docs/design.md): ccoMemAlloc + ccoWindowRegister. The window
- * owns the memory: ccoWindowDeregister frees it. */
+/* The guide's size-only form (docs/design.md): allocates and registers. The window owns the
+ * memory: ccoWindowDeregister frees it. The ranks place the memory at an
+ * offset free on all of them, so, unlike ccoMemAlloc, this does not depend
+ * on the order earlier memory was freed in. */
 ccoResult_t ccoWindowRegisterAlloc(ccoComm* comm, size_t size, ccoWindow_t* win, void** localPtr);
 
-/* ccoMemImport + ccoWindowRegister over the whole external allocation. The
- * window owns the import: ccoWindowDeregister releases it. */
+/* ccoMemImport + ccoWindowRegister over the whole external allocation, the
+ * import placed at an offset free on every rank (as ccoWindowRegisterAlloc
+ * does). The window owns the import: ccoWindowDeregister releases it. */
 ccoResult_t ccoWindowRegisterExternal(ccoComm* comm, void* extPtr, size_t size, ccoWindow_t* win,
                                       void** localPtr);
 

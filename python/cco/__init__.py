@@ -17,8 +17,12 @@ libcco is found through ``CCO_LIBRARY``, ``cco/lib/`` next to this package
 (where the wheel puts it), or the ``build/lib`` of the checkout this package
 sits in (see docs/python.md).
 Importing ``cco`` does not load it; the first call that needs it does.
+``cco.torch`` (torch integration, torch backend "CCO") loads on first use.
 """
-from . import cuda, launch, torch  # noqa: F401  (light: cupy, mpi4py and torch load on use)
+import importlib
+from typing import Any
+
+from . import cuda, launch  # noqa: F401  (light: cupy and mpi4py load on use)
 from ._lib import LibraryNotFoundError, library_path, version
 from ._version import __version__
 from .communicator import Communicator, Team, UniqueId, set_torch_allocator_comm
@@ -61,3 +65,11 @@ __all__ = [
     "TEAM_RAIL", "TEAM_WORLD", "Team", "UniqueId", "from_pointer", "library_path",
     "set_torch_allocator_comm", "to_cupy", "to_torch", "version",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # cco.torch imports torch and registers the torch backend, so it loads
+    # on first use (cco.torch.x, import cco.torch), not with the package.
+    if name == "torch":
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -646,11 +646,16 @@ class Communicator:
                 _allocator_comm = None
         with self._lock:
             self._h = None
-        res = self._lib.ccoCommDestroy(h)
-        if res != _lib.SUCCESS:
-            raise error_for(res, _lib.last_error(None))
+        rc = self._destroy_handle(h)
+        if rc != _lib.SUCCESS:
+            raise error_for(rc, _lib.last_error(None))
 
     close = destroy
+
+    def _destroy_handle(self, handle: int) -> int:
+        """The C call that ends the communicator; a subclass that wraps a
+        communicator owned elsewhere (the torch backend's) does not."""
+        return int(self._lib.ccoCommDestroy(handle))
 
     def __enter__(self) -> "Communicator":
         self._check_alive()

@@ -54,32 +54,38 @@ ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t
   return register_window(comm, ptr, size, false, win);
 }
 
+/* The owning forms make their memory inside the collective, at an offset
+ * free on every rank (src/mem/placement.c), so they do not depend on the
+ * order earlier memory was freed in. A rank whose memory could not be made
+ * still takes part in the registration, as a bad window, so every rank
+ * fails it; the memory's own failure is the one returned. */
+static ccoResult_t register_owned(ccoComm* comm, bool external, void* extPtr, size_t size,
+                                  ccoWindow_t* win, void** localPtr) {
+  bool argsOk = size && win && localPtr;
+  if (!argsOk)
+    cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_MEM, "window registration: %s",
+              !size ? "size is 0" : !win ? "win is NULL" : "localPtr is NULL");
+  CCO_CHECK(cco_comm_begin_collective(comm, "window registration"));
+  void* ptr = NULL;
+  ccoResult_t made = external ? cco_mem_import_placed(&comm->mem, argsOk, extPtr, size, &ptr)
+                            : cco_mem_alloc_placed(&comm->mem, argsOk, size, &ptr);
+  ccoResult_t res = register_locked(comm, ptr, win ? size : 0, true, win);
+  if (res != ccoSuccess && ptr) cco_mem_free(&comm->mem, ptr);
+  if (made != ccoSuccess) res = made;
+  res = cco_comm_end_collective(comm, res);
+  if (res == ccoSuccess) *localPtr = ptr;
+  return res;
+}
+
 ccoResult_t ccoWindowRegisterAlloc(ccoComm* comm, size_t size, ccoWindow_t* win, void** localPtr) {
   CCO_VALIDATE_COMM(comm);
-  void* ptr = NULL;
-  /* A failed allocation still takes part in the collective, as a bad window. */
-  ccoResult_t allocRes = (size && localPtr) ? ccoMemAlloc(comm, size, &ptr) : ccoInvalidArgument;
-  ccoResult_t res = register_window(comm, allocRes == ccoSuccess ? ptr : NULL, size, true, win);
-  if (res != ccoSuccess) {
-    if (ptr) ccoMemFree(comm, ptr);
-    return allocRes != ccoSuccess ? allocRes : res;
-  }
-  *localPtr = ptr;
-  return ccoSuccess;
+  return register_owned(comm, false, NULL, size, win, localPtr);
 }
 
 ccoResult_t ccoWindowRegisterExternal(ccoComm* comm, void* extPtr, size_t size, ccoWindow_t* win,
                                       void** localPtr) {
   CCO_VALIDATE_COMM(comm);
-  void* ptr = NULL;
-  ccoResult_t impRes = localPtr ? ccoMemImport(comm, extPtr, size, &ptr) : ccoInvalidArgument;
-  ccoResult_t res = register_window(comm, impRes == ccoSuccess ? ptr : NULL, size, true, win);
-  if (res != ccoSuccess) {
-    if (ptr) ccoMemFree(comm, ptr);
-    return impRes != ccoSuccess ? impRes : res;
-  }
-  *localPtr = ptr;
-  return ccoSuccess;
+  return register_owned(comm, true, extPtr, size, win, localPtr);
 }
 
 ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win) {

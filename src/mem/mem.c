@@ -102,13 +102,16 @@ cco_alloc* cco_mem_find_alloc(cco_mem* m, const void* ptr, size_t size) {
   return NULL;
 }
 
-/* Places `chunk` in this rank's slot: the slot range first, then the
- * mapping, so a failure leaves nothing behind (lock held). */
-static ccoResult_t place_chunk(cco_mem* m, cco_chunk* chunk, bool external, void** ptr) {
+/* Places `chunk` in this rank's slot, at *at or (at == NULL) at the first
+ * fit: the slot range first, then the mapping, so a failure leaves nothing
+ * behind (lock held). */
+static ccoResult_t place_chunk(cco_mem* m, cco_chunk* chunk, bool external, const size_t* at,
+                               void** ptr) {
   cco_alloc* a = calloc(1, sizeof(*a));
   if (!a) return cco_error(m->err, ccoOutOfMemory, CCO_SUBSYS_MEM, "no memory for an allocation record");
-  size_t offset = 0, block = 0;
-  ccoResult_t res = cco_slot_alloc_take(m->slots, chunk->size, &offset, &block);
+  size_t offset = at ? *at : 0, block = 0;
+  ccoResult_t res = at ? cco_slot_alloc_take_at(m->slots, offset, chunk->size, &block)
+                       : cco_slot_alloc_take(m->slots, chunk->size, &offset, &block);
   if (res != ccoSuccess) {
     free(a);
     return cco_error(m->err, res, CCO_SUBSYS_MEM, "rank %d: %s", m->rank, cco_thread_last_error());
@@ -131,13 +134,11 @@ static ccoResult_t place_chunk(cco_mem* m, cco_chunk* chunk, bool external, void
   return ccoSuccess;
 }
 
-/* Places a chunk the platform just made (`made` is how that went): the
- * chunk is released again if it cannot be placed (lock held). */
-static ccoResult_t adopt_chunk(cco_mem* m, ccoResult_t made, cco_chunk* chunk, bool external,
-                               void** ptr) {
+ccoResult_t cco_mem_adopt_chunk(cco_mem* m, ccoResult_t made, cco_chunk* chunk, bool external,
+                                const size_t* at, void** ptr) {
   if (made != ccoSuccess)
     return cco_error_quiet(m->err, made, "rank %d: %s", m->rank, cco_thread_last_error());
-  ccoResult_t res = place_chunk(m, chunk, external, ptr);
+  ccoResult_t res = place_chunk(m, chunk, external, at, ptr);
   if (res != ccoSuccess) m->platform->ops->chunk_release(m->platform, chunk);
   return res;
 }
@@ -153,8 +154,8 @@ ccoResult_t cco_mem_alloc(cco_mem* m, size_t size, void** ptr) {
   size_t rounded = (size + m->granularity - 1) & ~(m->granularity - 1);
   pthread_mutex_lock(&m->lock);
   cco_chunk chunk;
-  ccoResult_t res = adopt_chunk(m, m->platform->ops->chunk_create(m->platform, rounded, &chunk), &chunk,
-                                false, ptr);
+  ccoResult_t res = cco_mem_adopt_chunk(m, m->platform->ops->chunk_create(m->platform, rounded, &chunk),
+                                        &chunk, false, NULL, ptr);
   pthread_mutex_unlock(&m->lock);
   return res;
 }
@@ -165,8 +166,9 @@ ccoResult_t cco_mem_import(cco_mem* m, void* extPtr, size_t size, void** localPt
                      "ccoMemImport: NULL pointer or size 0");
   pthread_mutex_lock(&m->lock);
   cco_chunk chunk;
-  ccoResult_t res = adopt_chunk(m, m->platform->ops->chunk_from_pointer(m->platform, extPtr, size, &chunk),
-                                &chunk, true, localPtr);
+  ccoResult_t res = cco_mem_adopt_chunk(
+      m, m->platform->ops->chunk_from_pointer(m->platform, extPtr, size, &chunk), &chunk, true, NULL,
+      localPtr);
   pthread_mutex_unlock(&m->lock);
   return res;
 }

@@ -108,6 +108,17 @@ ccoResult_t cco_mem_alloc(cco_mem* m, size_t size, void** ptr);
 ccoResult_t cco_mem_import(cco_mem* m, void* extPtr, size_t size, void** localPtr);
 ccoResult_t cco_mem_free(cco_mem* m, void* ptr);
 
+/* Collective placement (src/mem/placement.c), for the memory of a window
+ * every rank registers at once (ccoWindowRegisterAlloc / -External): the
+ * block goes where its range is free on every rank, so the windows line up
+ * whatever order earlier blocks were freed in. `argsOk` false: this rank's
+ * arguments were bad (the caller recorded why); it still takes part, and
+ * every rank fails. On failure nothing stays allocated or imported; the
+ * caller then takes part in the registration with no memory, as a bad
+ * window, so that every rank fails it too. */
+ccoResult_t cco_mem_alloc_placed(cco_mem* m, bool argsOk, size_t size, void** ptr);
+ccoResult_t cco_mem_import_placed(cco_mem* m, bool argsOk, void* extPtr, size_t size, void** localPtr);
+
 /* Windows (src/mem/window.c). Register is collective (the caller runs it
  * inside a collective of the communicator) and all or nothing; the window
  * it returns is complete but not yet published: the caller publishes it
@@ -130,6 +141,11 @@ ccoResult_t cco_mem_peer_ptr(cco_mem* m, const void* localPtr, int peerLsa, void
 /* Internal helpers shared by mem.c and window.c (lock held). */
 cco_alloc* cco_mem_find_alloc(cco_mem* m, const void* ptr, size_t size);
 ccoResult_t cco_mem_free_alloc(cco_mem* m, cco_alloc* a);
+/* Places a chunk the platform just made (`made` is how that went) at *at,
+ * or at the first fit when at is NULL; the chunk is released again if it
+ * cannot be placed. */
+ccoResult_t cco_mem_adopt_chunk(cco_mem* m, ccoResult_t made, cco_chunk* chunk, bool external,
+                                const size_t* at, void** ptr);
 void cco_mem_unmap_peers(cco_mem* m, cco_alloc* a);
 void cco_mem_window_free_rec(cco_mem* m, cco_window_rec* w);
 

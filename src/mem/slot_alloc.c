@@ -204,6 +204,30 @@ ccoResult_t cco_slot_alloc_take_at(cco_slot_alloc* a, size_t offset, size_t size
   return ccoSuccess;
 }
 
+ccoResult_t cco_slot_alloc_first_fit_from(const cco_slot_alloc* a, size_t from, size_t size,
+                                          size_t* offset) {
+  if (!a || !offset)
+    return cco_error_quiet(NULL, ccoInvalidArgument, "slot allocator first_fit_from: %s is NULL",
+                           a ? "offset" : "allocator");
+  if (size == 0)
+    return cco_error_quiet(NULL, ccoInvalidArgument, "slot allocator first_fit_from: size 0");
+  size_t need, start;
+  if (!round_up(a, size, &need) || !round_up(a, from, &start) || start >= a->capacity ||
+      need > a->capacity - start)
+    return cco_error_quiet(NULL, ccoOutOfMemory, "no free range of %zu bytes at or above 0x%zx in the slot (capacity %zu)",
+                           size, from, a->capacity);
+  for (size_t i = find_index(a, start); i < a->n; i++) {
+    const extent* e = &a->ext[i];
+    size_t at = e->offset > start ? e->offset : start;
+    if (!e->used && e->offset + e->size >= at + need) {
+      *offset = at;
+      return ccoSuccess;
+    }
+  }
+  return cco_error_quiet(NULL, ccoOutOfMemory, "no free range of %zu bytes at or above 0x%zx in the slot (largest hole %zu of %zu)",
+                         need, start, largest_hole(a), a->capacity);
+}
+
 ccoResult_t cco_slot_alloc_give(cco_slot_alloc* a, size_t offset) {
   if (!a)
     return cco_error_quiet(NULL, ccoInvalidArgument, "slot allocator give: allocator is NULL");

@@ -33,6 +33,13 @@ ccoResult_t cco_slot_alloc_take(cco_slot_alloc* a, size_t size, size_t* offset, 
  * a block where another rank placed it. */
 ccoResult_t cco_slot_alloc_take_at(cco_slot_alloc* a, size_t offset, size_t size, size_t* blockSize);
 
+/* The lowest granule-aligned offset >= from where size (rounded up) bytes
+ * are free, without taking them: ccoOutOfMemory when there is none. Ranks
+ * whose slots differ agree on an offset free on all of them by proposing
+ * first_fit_from(max of the proposals) until the proposals are equal. */
+ccoResult_t cco_slot_alloc_first_fit_from(const cco_slot_alloc* a, size_t from, size_t size,
+                                          size_t* offset);
+
 /* Frees the block that starts at offset: ccoInvalidArgument when no block
  * starts there (never allocated, already freed, or inside a block). */
 ccoResult_t cco_slot_alloc_give(cco_slot_alloc* a, size_t offset);

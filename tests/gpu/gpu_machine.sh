@@ -54,6 +54,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   # virtual hosts); NVSHMEM's LSA figures with 2, 4, 8: each beside its references.
   # Triton kernels against the same CUDA C kernels (bench_triton.py) at 2, 4, 8 ranks.
   perf gpu
+  # torch backend "CCO" against torch's NVSHMEM backend: rendezvous and one_shot_all_reduce.
+  python3 bench/bench_torch_symm.py --bin "$bin" --ranks 2 | tee "$out/bench_torch_symm.jsonl"
   mps_stop
   # shellcheck source=tests/scripts/pyvenv.sh
   source tests/scripts/pyvenv.sh

@@ -3,7 +3,8 @@
 # window tests with 1 and 4 ranks, the LSA tests with 2, 4 and 8 ranks and the
 # SDMA tests with 2 and 4 ranks and the GDA tests with 2 and 4 ranks on two
 # virtual hosts under MPS, a rank killed while the others wait in device
-# barriers (the liveness monitor), then the examples.
+# barriers (the liveness monitor), then the examples and torch backend "CCO"
+# (tests/gpu/run_torch_backend.sh).
 # Usage: run_gpu_tests.sh BIN_DIR
 set -u
 bin=${1:?usage: run_gpu_tests.sh BIN_DIR}
@@ -58,6 +59,9 @@ done
 suite_programs "$bin" 4 "ranks under MPS"
 # shellcheck source=tests/gpu/triton_suite.sh
 source "$here/triton_suite.sh"; triton_suite "$bin"
+# Last: its timeout step ends with a fatal fault of an MPS client.
+run "torch backend CCO (checks beside NVSHMEM, blog example, exit with live tensors, timeout)" \
+  bash "$here/run_torch_backend.sh" "$bin" tests
 mps_stop
 echo "run_gpu_tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -61,7 +61,8 @@ contents() {
 import sys, zipfile
 names = set(zipfile.ZipFile(sys.argv[1]).namelist())
 need = ["cco/__init__.py", "cco/_build_version.py", "cco/lib/libcco.so.0", "cco/bin/ccorun", "cco/bin/cco-info",
-        "cco/include/cco/cco.h", "cco/include/cco/device/impl/lsa_impl.h", "cco/nvrtc/stdint.h"]
+        "cco/include/cco/cco.h", "cco/include/cco/device/impl/lsa_impl.h", "cco/nvrtc/stdint.h",
+        "cco/csrc/symm_mem.cpp", "cco/csrc/signal_kernels.cu", "cco/csrc/cco_symm_mem.h"]
 missing = [n for n in need if n not in names]
 # Only what the package needs: no archive, no CMake package, no tests.
 extra = [n for n in names if n.endswith(".a") or "/cmake/" in n or "pkgconfig" in n or n.startswith("tests/")]
@@ -69,7 +70,7 @@ print("missing:", missing, "unexpected:", extra)
 sys.exit(1 if missing or extra else 0)
 EOF
 }
-check "wheel holds cco/lib/libcco.so.0, cco/bin/{ccorun,cco-info}, cco/include/cco/** and nothing of the development files" contents
+check "wheel holds cco/lib/libcco.so.0, cco/bin/{ccorun,cco-info}, cco/include/cco/**, the torch backend's cco/csrc/** and nothing of the development files" contents
 
 if [ "$in_git" = 1 ]; then
   unchanged() { checkout_state >"$tmp/after"; diff "$tmp/before" "$tmp/after"; }

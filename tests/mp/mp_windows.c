@@ -6,7 +6,8 @@
  * Symmetric offsets, peer writes through ccoGetPeerPtr and through the
  * descriptor's formula, mismatched and bad registrations failing on every
  * rank with nothing mapped, ccoMemFree misuse, slot exhaustion, K
- * register/deregister cycles without growth in fds, mappings or memory, two
+ * register/deregister cycles without growth in fds, mappings or memory,
+ * owning windows placed alike on slots that differ by rank, two
  * communicators sharing a buffer through import, and destroy with live
  * windows. --hosts H plays H hosts (CCO_HOSTID): windows map LSA peers only.
  */
@@ -182,6 +183,51 @@ static void test_cycles(int cycles) {
            fds0, fds1, maps0, maps1, rss0, rss1);
 }
 
+/* The owning registrations place their memory where it is free on every
+ * rank: slots made different by rank-dependent local allocations (what a
+ * rank-dependent free order leaves behind) still give symmetric windows.
+ * When one rank has no room, every rank fails with ccoOutOfMemory. */
+static void test_placement_ignores_slot_differences(void) {
+  void* local[8];
+  int nlocal = g_rank % 4;
+  for (int i = 0; i < nlocal; i++) OK(ccoMemAlloc(g_comm, 64 << 10, &local[i]));
+  /* Free every other block, so ranks also differ in their holes; rank 1
+   * and up keep a block at offset 0, which rank 0 has free. */
+  for (int i = 1; i < nlocal; i += 2) OK(ccoMemFree(g_comm, local[i]));
+  ccoWindow_t win = NULL;
+  void* p = NULL;
+  size_t block = 4096;
+  OK(ccoWindowRegisterAlloc(g_comm, block * (size_t)g_lsaSize, &win, &p));
+  if (win) {
+    ccoWindowDevice d;
+    OK(ccoWindowGetInfo(g_comm, win, &d, NULL));
+    uint64_t all[64];
+    OK(ccoBootstrapAllGather(g_comm, &d.offset, all, sizeof(uint64_t)));
+    for (int r = 0; r < g_size; r++)
+      MP_CHECK(all[r] == d.offset, "rank %d placed the window at %#llx, this rank at %#llx", r,
+               (unsigned long long)all[r], (unsigned long long)d.offset);
+    check_peer_writes(win, p, block);
+    OK(ccoWindowDeregister(g_comm, win));
+  }
+  for (int i = 0; i < nlocal; i += 2) OK(ccoMemFree(g_comm, local[i]));
+  /* Rank 0's slot full: nobody gets the window, nothing stays allocated. */
+  void* base;
+  size_t slot;
+  OK(ccoCommFlatVa(g_comm, &base, &slot));
+  void* filler = NULL;
+  if (g_rank == 0) OK(ccoMemAlloc(g_comm, slot, &filler));
+  int fds0 = mp_count_fds();
+  ccoResult_t r = ccoWindowRegisterAlloc(g_comm, 4096, &win, &p);
+  MP_CHECK(r == ccoOutOfMemory, "window with rank 0 full: %s (%s)", ccoGetErrorString(r),
+           ccoGetLastError(g_comm));
+  MP_CHECK(mp_count_fds() == fds0, "a failed placement left an fd behind");
+  if (filler) OK(ccoMemFree(g_comm, filler));
+  /* And the job is still in step. */
+  OK(ccoWindowRegisterAlloc(g_comm, 4096, &win, &p));
+  OK(ccoWindowDeregister(g_comm, win));
+  OK(ccoBarrierAll(g_comm));
+}
+
 /* A second communicator imports a buffer of the first: same memory. */
 static void test_two_comms_import(void) {
   ccoUniqueId id2, ids[64];
@@ -221,6 +267,20 @@ static void test_two_comms_import(void) {
            "import of an interior pointer");
   int stack;
   MP_CHECK(ccoMemImport(comm2, &stack, 4096, &p2) == ccoInvalidArgument, "import of foreign memory");
+  /* A bad external window: the rank that passed it gets ccoInvalidArgument,
+   * the others ccoInvalidUsage; passed everywhere, ccoInvalidArgument. */
+  ccoWindow_t bad = NULL;
+  ccoResult_t r = ccoWindowRegisterExternal(comm2, &stack, 4096, &bad, &p2);
+  MP_CHECK(r == ccoInvalidArgument, "foreign external window everywhere: %s", ccoGetErrorString(r));
+  if (g_size > 1) {
+    void* p3 = NULL;
+    OK(ccoMemAlloc(g_comm, size, &p3));
+    int last = g_size - 1;
+    r = ccoWindowRegisterExternal(comm2, g_rank == last ? (void*)&stack : p3, size, &bad, &p2);
+    MP_CHECK(r == (g_rank == last ? ccoInvalidArgument : ccoInvalidUsage),
+             "foreign external window on rank %d: %s", last, ccoGetErrorString(r));
+    OK(ccoMemFree(g_comm, p3));
+  }
   OK(ccoBarrierAll(comm2));
   /* Destroy with the window still registered: everything goes. */
   OK(ccoCommDestroy(comm2));
@@ -258,6 +318,7 @@ int main(int argc, char** argv) {
   test_bad_registrations();
   test_free_misuse_and_exhaustion();
   test_cycles(cycles);
+  test_placement_ignores_slot_differences();
   test_two_comms_import();
   if (g_hosts > 1) {
     void* p = NULL;

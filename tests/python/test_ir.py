@@ -1,6 +1,6 @@
 """cco.ir without a GPU or Triton: the table of the device bitcode, the C
 source generated from it, and the bitcode lookup (explicit path, compile
-into the cache, prebuilt files), with the seeds' MORI_* aliases. The
+into the cache, prebuilt files), with the original MORI_* aliases. The
 bitcode itself is checked by tests/scripts/device_bitcode.sh, Triton's use of
 it by tests/scripts/device_triton.sh."""
 import os

@@ -490,6 +490,106 @@ TEST(take_at_adjacent_to_used_blocks) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* first_fit_from, and agreeing on an offset free on several slots          */
+/* ------------------------------------------------------------------------ */
+
+TEST(first_fit_from_cases) {
+  cco_slot_alloc* a = make(CAP, G);
+  size_t off = UNSET;
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, 0, G, &off), ccoSuccess);
+  CHECK_EQ(off, 0);
+  CHECK_EQ(cco_slot_alloc_take_at(a, 2 * G, 2 * G, NULL), ccoSuccess); /* [2,4) */
+  CHECK_EQ(cco_slot_alloc_take_at(a, 6 * G, G, NULL), ccoSuccess);     /* [6,7) */
+  snapshot before = snap(a);
+  /* From 0: the hole [0,2) fits 2 granules, not 3. */
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, 0, 2 * G, &off), ccoSuccess);
+  CHECK_EQ(off, 0);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, 0, 3 * G, &off), ccoSuccess);
+  CHECK_EQ(off, 7 * G);
+  /* A start inside a hole counts from there; one inside a block skips it. */
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, G, G, &off), ccoSuccess);
+  CHECK_EQ(off, G);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, G, 2 * G, &off), ccoSuccess);
+  CHECK_EQ(off, 4 * G);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, 3 * G, G, &off), ccoSuccess);
+  CHECK_EQ(off, 4 * G);
+  /* An unaligned start rounds up. */
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, 4 * G + 1, G, &off), ccoSuccess);
+  CHECK_EQ(off, 5 * G);
+  /* Nothing fits: out of memory, output untouched; nothing was taken. */
+  off = UNSET;
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, CAP - G, 2 * G, &off), ccoOutOfMemory);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, CAP, G, &off), ccoOutOfMemory);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, SIZE_MAX, G, &off), ccoOutOfMemory);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, 0, SIZE_MAX, &off), ccoOutOfMemory);
+  CHECK_EQ(off, UNSET);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, 0, 0, &off), ccoInvalidArgument);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(NULL, 0, G, &off), ccoInvalidArgument);
+  CHECK_EQ(cco_slot_alloc_first_fit_from(a, 0, G, NULL), ccoInvalidArgument);
+  CHECK(snap_eq(before, snap(a)));
+  cco_slot_alloc_destroy(a);
+}
+
+/* The protocol ranks run to place a block where it is free on every rank
+ * (src/mem/placement.c): propose first_fit_from(candidate), take the
+ * largest proposal as the next candidate, stop when all proposals agree.
+ * Checked against a brute-force search for the lowest common free range
+ * over slots that were filled and emptied in different orders. */
+#define AGREE_SLOTS 4
+#define AGREE_N 64 /* granules per slot */
+static int common_free(cco_slot_alloc* const* a, size_t off, size_t need) {
+  for (int s = 0; s < AGREE_SLOTS; s++) {
+    size_t bo, bs;
+    for (size_t g = off; g < off + need; g += G)
+      if (cco_slot_alloc_find(a[s], g, &bo, &bs)) return 0;
+  }
+  return 1;
+}
+
+TEST(agreement_finds_lowest_common_free_range) {
+  rng r = {0x5eed5eed1234ull};
+  int agreed = 0, none = 0;
+  for (int trial = 0; trial < 400; trial++) {
+    cco_slot_alloc* a[AGREE_SLOTS];
+    for (int s = 0; s < AGREE_SLOTS; s++) {
+      a[s] = make((size_t)AGREE_N * G, G);
+      int blocks = (int)rnd_below(&r, 12);
+      for (int b = 0; b < blocks; b++)
+        (void)cco_slot_alloc_take_at(a[s], rnd_below(&r, AGREE_N) * G, (1 + rnd_below(&r, 4)) * G,
+                                     NULL);
+    }
+    size_t need = (1 + rnd_below(&r, 6)) * G;
+    long expect = -1;
+    for (size_t off = 0; off + need <= (size_t)AGREE_N * G && expect < 0; off += G)
+      if (common_free(a, off, need)) expect = (long)off;
+    size_t candidate = 0;
+    int rounds = 0, done = 0, failed = 0;
+    while (!done && !failed && rounds++ < 2 * AGREE_N) {
+      size_t prop[AGREE_SLOTS], top = 0;
+      for (int s = 0; s < AGREE_SLOTS && !failed; s++) {
+        failed = cco_slot_alloc_first_fit_from(a[s], candidate, need, &prop[s]) != ccoSuccess;
+        if (!failed && prop[s] > top) top = prop[s];
+      }
+      done = !failed;
+      for (int s = 0; s < AGREE_SLOTS && done; s++) done = prop[s] == top;
+      candidate = top;
+    }
+    CHECK(done || failed);
+    if (expect < 0) {
+      CHECK(failed);
+      none++;
+    } else {
+      CHECK(done);
+      CHECK_EQ(candidate, (size_t)expect);
+      agreed++;
+    }
+    for (int s = 0; s < AGREE_SLOTS; s++) cco_slot_alloc_destroy(a[s]);
+  }
+  CHECK(agreed > 100);
+  CHECK(none > 5);
+}
+
+/* ------------------------------------------------------------------------ */
 /* find                                                                     */
 /* ------------------------------------------------------------------------ */
 

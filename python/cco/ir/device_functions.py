@@ -10,7 +10,7 @@ Each entry is an extern C function of scalars over the device API of
 - ranks, indexes, enums and statuses: ``int32`` (a counter of -1 is none);
 - calls with a side effect return an ``int32`` ``ccoDevStatus_t``.
 
-Template axes of the seeds' C++ API (cooperation scope, GDA doorbell mode,
+Template axes of the original C++ API (cooperation scope, GDA doorbell mode,
 GDA thread mode) are separate symbols, named
 ``cco_ir_<family>[_<doorbell>][_<scope>][_<thread mode>]``: a binding picks
 the symbol at trace time, so a kernel makes one direct call, which LLVM

@@ -1,4 +1,4 @@
-"""The seeds' Triton namespace of the cco device API.
+"""The guide's Triton namespace (docs/design.md) of the cco device API.
 
     from cco.ir.triton import cco
 

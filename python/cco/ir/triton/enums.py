@@ -69,7 +69,7 @@ def mode_name(thread_mode: Any) -> str:
 
 
 def checked_signal_op(op: Any) -> Any:
-    # Constant (as the seeds pass it) or run-time; a constant is checked here.
+    # Constant (as the guide passes it) or run-time; a constant is checked here.
     if not isinstance(getattr(op, "value", op), core.tensor):
         constant(op, "signal_op", tuple(SignalOp))
     return op
