@@ -48,14 +48,19 @@ def include_dirs() -> List[str]:
     repo = _checkout.checkout_root()
     if repo is not None:
         candidates.append(repo / "include")
-    try:
-        libdir = Path(_lib.library_path()).resolve().parent
-        candidates += [libdir.parent / "include", libdir.parent.parent / "include"]
-    except ImportError:
-        pass
     for path in candidates:
         if _has_headers(path):
             return [str(path)]
+    # Last, beside the library, which this loads: only when nothing above has the headers (a compile
+    # check must not load libcco, which a sanitizer build's library refuses without its runtime).
+    try:
+        libdir = Path(_lib.library_path()).resolve().parent
+        for path in (libdir.parent / "include", libdir.parent.parent / "include"):
+            candidates.append(path)
+            if _has_headers(path):
+                return [str(path)]
+    except ImportError:
+        pass
     raise CCOUnsupported(
         "cco headers not found; set CCO_INCLUDE_DIR to the directory holding cco/cco_device.h. "
         "Tried: " + ", ".join(str(p) for p in candidates)
