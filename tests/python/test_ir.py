@@ -62,6 +62,9 @@ def test_c_source_defines_every_entry_once():
         assert len(re.findall(rf"\b{sym}\(", text)) == 1, sym
     assert "static" not in re.findall(r"^CCO_IR_API (\w+)", text, re.M)
     assert "-ffreestanding" not in wrappers.CLANG_FLAGS
+    # C marks no asm convergent by itself: without the flag LLVM may copy a
+    # barrier into a branch only some threads take.
+    assert "-fconvergent-functions" in wrappers.CLANG_FLAGS
 
 
 def test_generator_writes_the_file_once(tmp_path):

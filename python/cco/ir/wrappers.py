@@ -18,7 +18,13 @@ from .device_functions import C_TYPES, CCO_DEVICE_FUNCTIONS, TEAM_GDA, DeviceFun
 # Flags of every compile of the generated file. No -ffreestanding: it marks
 # every function "no-builtins", which keeps LLVM from inlining the wrappers
 # into kernels that lack the attribute (Triton's).
-CLANG_FLAGS = ("--target=nvptx64-nvidia-cuda", "-std=c11", "-nostdlibinc", "-O2", "-emit-llvm")
+# -fconvergent-functions: CUDA and OpenCL mark every function and inline asm
+# "convergent", C does not. Without it LLVM may copy the scopes' barriers
+# (bar.sync, bar.red: every thread of the block must execute the same one)
+# into branches that only some threads take; after Triton's pipeline the
+# block's threads left ccoGdaWait through different copies of its bar.red.
+CLANG_FLAGS = ("--target=nvptx64-nvidia-cuda", "-std=c11", "-nostdlibinc", "-fconvergent-functions", "-O2",
+               "-emit-llvm")
 
 PRELUDE = f"""\
 /*
