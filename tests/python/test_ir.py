@@ -67,6 +67,14 @@ def test_c_source_defines_every_entry_once():
     assert "-fconvergent-functions" in wrappers.CLANG_FLAGS
 
 
+def test_the_header_declares_every_definition(tmp_path):
+    c, h = tmp_path / "w.c", tmp_path / "w.h"
+    assert wrappers.main(["--output", str(c), "--header", str(h)]) == 0
+    definitions = re.findall(r"^CCO_IR_API (.*?) \{$", c.read_text(), re.M)
+    declarations = re.findall(r"^(\w.*\));$", h.read_text(), re.M)
+    assert len(definitions) == len(CCO_DEVICE_FUNCTIONS) and declarations == definitions
+
+
 def test_generator_writes_the_file_once(tmp_path):
     out = tmp_path / "w.c"
     assert wrappers.main(["--output", str(out)]) == 0
