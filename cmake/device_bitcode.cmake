@@ -9,7 +9,9 @@ find_package(Python3 COMPONENTS Interpreter)
 find_program(CCO_NVPTX_CLANG NAMES clang-19 clang-20 clang-21 clang
   DOC "clang that compiles the device bitcode (--target=nvptx64-nvidia-cuda)")
 
-set(CCO_BC_FLAGS --target=nvptx64-nvidia-cuda -std=c11 -nostdlibinc -O2 -Wall -Wextra)
+# -fconvergent-functions: barriers stay where the C puts them (CLANG_FLAGS
+# of python/cco/ir/wrappers.py, the flags the Python side compiles with, says why).
+set(CCO_BC_FLAGS --target=nvptx64-nvidia-cuda -std=c11 -nostdlibinc -fconvergent-functions -O2 -Wall -Wextra)
 if(CCO_WERROR)
   list(APPEND CCO_BC_FLAGS -Werror)
 endif()

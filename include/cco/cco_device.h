@@ -261,7 +261,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWaitTimeout(ccoLsaBarrierSession* 
     }
   }
   /* One verdict for the whole scope: the worst status any thread saw. */
-  return cco_impl_lsa_scope_status(s->coop, st, s->abortFlag);
+  return cco_impl_lsa_scope_status(s->coop, st);
 }
 
 CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWait(ccoLsaBarrierSession* s) {

@@ -226,7 +226,8 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaFlushAsync(const ccoGda* g, int peer, cco
   uint32_t rank = ccoCoopRank(coop);
   ccoDevStatus_t st = !g->dev ? ccoDevUnsupported : !g->ctx ? ccoDevInvalid : ccoDevSuccess;
   if (st == ccoDevSuccess && peer != -1) st = cco_impl_gda_check_peer(g, peer);
-  req->valid = 0;
+  /* Only rank 0 fills it in; the others hold a complete, invalid one. */
+  req->ticket = 0, req->context = g->context, req->valid = 0;
   ccoCoopSync(coop);
   if (rank == 0 && st == ccoDevSuccess) st = cco_impl_gda_fence(g, peer, req);
   return (ccoDevStatus_t)cco_impl_coop_broadcast3((int)coop, rank, (uint32_t)st);

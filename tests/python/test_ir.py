@@ -62,6 +62,17 @@ def test_c_source_defines_every_entry_once():
         assert len(re.findall(rf"\b{sym}\(", text)) == 1, sym
     assert "static" not in re.findall(r"^CCO_IR_API (\w+)", text, re.M)
     assert "-ffreestanding" not in wrappers.CLANG_FLAGS
+    # C marks no asm convergent by itself: without the flag LLVM may copy a
+    # barrier into a branch only some threads take.
+    assert "-fconvergent-functions" in wrappers.CLANG_FLAGS
+
+
+def test_the_header_declares_every_definition(tmp_path):
+    c, h = tmp_path / "w.c", tmp_path / "w.h"
+    assert wrappers.main(["--output", str(c), "--header", str(h)]) == 0
+    definitions = re.findall(r"^CCO_IR_API (.*?) \{$", c.read_text(), re.M)
+    declarations = re.findall(r"^(\w.*\));$", h.read_text(), re.M)
+    assert len(definitions) == len(CCO_DEVICE_FUNCTIONS) and declarations == definitions
 
 
 def test_generator_writes_the_file_once(tmp_path):

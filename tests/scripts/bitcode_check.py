@@ -3,6 +3,7 @@
 
     bitcode_check.py symbols NM_OUTPUT     llvm-nm: the table's functions, nothing else
     bitcode_check.py signatures LL_FILE    llvm-dis: every entry's types; pure ones read-only
+    bitcode_check.py convergent LL_FILE    llvm-dis: every barrier's inline asm is convergent
     bitcode_check.py kernels OUT_C         a C file with one kernel calling each entry
 
 Exits 1 with one line per problem.
@@ -57,6 +58,32 @@ def check_signatures(path):
     return problems, f"{len(CCO_DEVICE_FUNCTIONS)} signatures match; {pure} pure entries only read memory"
 
 
+# Instructions that every thread of a block (bar.sync, bar.red) or lane of a
+# warp must execute together, as the same instruction.
+COLLECTIVE = re.compile(r"\b(bar|barrier)(\.cta)?\.(sync|red|arrive)\b|\b(bar\.warp|shfl|redux|vote|match)\.sync\b")
+
+
+def check_convergent(path):
+    """LLVM may copy an inline asm that is not "convergent" into both arms
+    of a branch, so that the threads of a block reach different copies of a
+    barrier (clang marks asm convergent for C only with
+    -fconvergent-functions)."""
+    text = open(path).read()
+    attrs = dict(re.findall(r"^attributes (#\d+) = \{ (.*) \}$", text, re.M))
+    problems, n = [], 0
+    for line in text.splitlines():
+        m = re.search(r'\basm (?:sideeffect )?"([^"]*)", "[^"]*"\([^)]*\)\s*(#\d+)?', line)
+        if not m or not COLLECTIVE.search(m.group(1)):
+            continue
+        n += 1
+        if "convergent" not in attrs.get(m.group(2) or "", ""):
+            problems.append(f"not convergent: {COLLECTIVE.search(m.group(1)).group(0)} in {line.strip()[:120]}")
+    if not n:
+        problems.append("no barrier found: the pattern no longer matches the file")
+    summary = f"{n} barrier and warp-collective asm calls, {n - len(problems)} of them convergent"
+    return problems[:5], summary
+
+
 def write_kernels(path):
     with open(path, "w") as out:
         out.write("#include <stdint.h>\n/* One kernel per bitcode function, as a Triton kernel calls it. */\n")
@@ -72,7 +99,8 @@ def write_kernels(path):
 
 def main():
     what, path = sys.argv[1], sys.argv[2]
-    problems, summary = {"symbols": check_symbols, "signatures": check_signatures, "kernels": write_kernels}[what](path)
+    problems, summary = {"symbols": check_symbols, "signatures": check_signatures, "convergent": check_convergent,
+                         "kernels": write_kernels}[what](path)
     for p in problems:
         print(p)
     print(("FAILED: " if problems else "") + summary)

@@ -6,6 +6,9 @@
 #  - every entry has the table's signature, and pure entries only read memory;
 #  - no function carries "no-builtins" (what -ffreestanding adds, and what
 #    keeps LLVM from inlining into Triton's kernels);
+#  - every inline asm of a barrier or warp collective is "convergent" (what
+#    -fconvergent-functions adds), so LLVM never copies one into a branch
+#    that only some threads take; still so after the link below;
 #  - linked into a module of one kernel per entry the way Triton links it
 #    (llvm-link --only-needed --internalize, then opt -O3), every call is
 #    inlined (no missed-inline remark, no cco_ir_ left), and ptxas assembles
@@ -57,6 +60,9 @@ for bc in "${files[@]}"; do
     bash -c '"$1" "$2" -o "$3" && python3 "$4" signatures "$3" && ! grep -q "\"no-builtins\"" "$3"' _ \
     "$dis" "$bc" "$tmp/$sm.ll" "$checker"
   show 'signatures'
+  check "$sm: every barrier's inline asm is convergent (built with -fconvergent-functions)" \
+    python3 "$checker" convergent "$tmp/$sm.ll"
+  show 'convergent'
   inlined() {
     "$nvptx_cc" --target=nvptx64-nvidia-cuda -march="$1" -std=c11 -nostdlibinc -O2 "${nvptx_flags[@]}" \
       -emit-llvm -c "$tmp/kernels.c" -o "$tmp/kernels.bc" || return 1
@@ -65,7 +71,8 @@ for bc in "${files[@]}"; do
     if [ -s "$tmp/remarks.txt" ]; then echo "missed inlining:"; head -5 "$tmp/remarks.txt"; return 1; fi
     "$dis" "$tmp/opt.bc" -o "$tmp/opt.ll" || return 1
     if grep -q '@cco_ir_' "$tmp/opt.ll"; then echo "calls left:"; grep -m3 '@cco_ir_' "$tmp/opt.ll"; return 1; fi
-    echo "$(grep -c '^define' "$tmp/opt.ll") kernels, every wrapper inlined"
+    python3 "$checker" convergent "$tmp/opt.ll" >"$tmp/conv.txt" || { echo "after inlining:"; cat "$tmp/conv.txt"; return 1; }
+    echo "$(grep -c '^define' "$tmp/opt.ll") kernels, every wrapper inlined, its barriers still convergent"
   }
   if [ -z "$nvptx_cc" ]; then
     skip "$sm: inlining: no clang for NVPTX here"

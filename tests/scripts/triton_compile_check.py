@@ -2,10 +2,11 @@
 benchmark for a fixed GPU (sm_90, or --arch) without one, linked with the
 device bitcode the lookup finds, and checks the PTX: no call and no extern
 declaration of a cco_ir_ function left (every wrapper inlined), no local
-memory. Also checks that a kernel compiled without the bitcode in
-extern_libs, or misusing a binding (a value out of its C type, a run-time
-scope, a scope the call refuses, a tensor for a side effect), fails while
-tracing with the reason named. Run by
+memory, and every barrier of a scope reached by all of its threads through
+the same instruction (tests/scripts/ptx_divergence.py). Also checks that a
+kernel compiled without the bitcode in extern_libs, or misusing a binding (a
+value out of its C type, a run-time scope, a scope the call refuses, a
+tensor for a side effect), fails while tracing with the reason named. Run by
 tests/scripts/device_triton.sh; prints one line per kernel and ends with
 "N passed, N failed".
 """
@@ -22,6 +23,7 @@ import triton.language as tl
 from triton.backends.compiler import GPUTarget
 
 from cco.ir.triton import cco
+from ptx_divergence import barrier_problems  # next to this file
 
 REPO = Path(__file__).resolve().parents[2]
 _I64 = "i64"
@@ -99,6 +101,9 @@ def ptx_problems(ptx):
     problems = [f"left in the PTX: {line.strip()}" for line in code if re.search(r"\bcco_ir_\w+", line)]
     if ".local" in ptx:
         problems.append("local memory in the PTX")
+    # A scope's barrier that only some of its threads reach, or that they
+    # reach through different copies: undefined behaviour on the GPU.
+    problems += barrier_problems(ptx)
     return problems[:3]
 
 

@@ -46,6 +46,24 @@
 #include <time.h>
 #endif
 
+/* Host tests that replay GPU kernels need warps and blocks of several CPU
+ * threads, as a GPU runs them (every thread of a block enters a block-scope
+ * call): a test that defines CCO_HOST_COOP provides these functions, and the
+ * scope primitives below call them (tests/mp/triton/coop.c). Without it a
+ * CPU thread is a warp and a block of one. coop: 1 warp, 2 block. */
+#if !CCO_ARCH_GPU && defined(CCO_HOST_COOP)
+uint32_t cco_host_coop_rank(int coop);
+uint32_t cco_host_coop_size(int coop);
+void cco_host_coop_sync(int coop);
+/* Every thread of the scope passes v and gets, for op 0, the value of the
+ * scope's rank 0; op 1, the largest; op 2, whether any is nonzero. Also a
+ * sync of the scope. */
+uint32_t cco_host_coop_reduce(int coop, uint32_t v, int op);
+#define CCO_HOST_COOP_ 1
+#else
+#define CCO_HOST_COOP_ 0
+#endif
+
 /* ------------------------------------------------------------ ordering */
 
 CCO_DEVICE_INLINE uint32_t cco_impl_ld_acquire_u32(const uint32_t* p) {
@@ -183,6 +201,8 @@ CCO_DEVICE_INLINE uint32_t cco_impl_thread_in_block(void) {
   __asm__("mov.u32 %0, %%ntid.x;" : "=r"(nx));
   __asm__("mov.u32 %0, %%ntid.y;" : "=r"(ny));
   return x + nx * (y + ny * z);
+#elif CCO_HOST_COOP_
+  return cco_host_coop_rank(2);
 #else
   return 0;
 #endif
@@ -195,6 +215,8 @@ CCO_DEVICE_INLINE uint32_t cco_impl_block_size(void) {
   __asm__("mov.u32 %0, %%ntid.y;" : "=r"(ny));
   __asm__("mov.u32 %0, %%ntid.z;" : "=r"(nz));
   return nx * ny * nz;
+#elif CCO_HOST_COOP_
+  return cco_host_coop_size(2);
 #else
   return 1;
 #endif
@@ -205,6 +227,8 @@ CCO_DEVICE_INLINE uint32_t cco_impl_lane(void) {
   uint32_t l;
   __asm__("mov.u32 %0, %%laneid;" : "=r"(l));
   return l;
+#elif CCO_HOST_COOP_
+  return cco_host_coop_rank(1);
 #else
   return 0;
 #endif
@@ -213,6 +237,8 @@ CCO_DEVICE_INLINE uint32_t cco_impl_lane(void) {
 CCO_DEVICE_INLINE uint32_t cco_impl_warp_size(void) {
 #if CCO_ARCH_GPU
   return 32;
+#elif CCO_HOST_COOP_
+  return cco_host_coop_size(1);
 #else
   return 1;
 #endif
@@ -221,12 +247,16 @@ CCO_DEVICE_INLINE uint32_t cco_impl_warp_size(void) {
 CCO_DEVICE_INLINE void cco_impl_sync_warp(void) {
 #if CCO_ARCH_GPU
   __asm__ volatile("bar.warp.sync -1;" ::: "memory");
+#elif CCO_HOST_COOP_
+  cco_host_coop_sync(1);
 #endif
 }
 
 CCO_DEVICE_INLINE void cco_impl_sync_block(void) {
 #if CCO_ARCH_GPU
   __asm__ volatile("bar.sync 0;" ::: "memory");
+#elif CCO_HOST_COOP_
+  cco_host_coop_sync(2);
 #endif
 }
 
@@ -251,6 +281,8 @@ CCO_DEVICE_INLINE uint32_t cco_impl_coop_broadcast3(int coop, uint32_t rank, uin
     }
     return out;
   }
+#elif CCO_HOST_COOP_
+  if (coop == 1 || coop == 2) return cco_host_coop_reduce(coop, value, 0);
 #endif
   (void)coop, (void)rank;
   return value;
@@ -262,6 +294,8 @@ CCO_DEVICE_INLINE uint32_t cco_impl_warp_max_u32(uint32_t v) {
   uint32_t m;
   __asm__ volatile("redux.sync.max.u32 %0, %1, -1;" : "=r"(m) : "r"(v));
   return m;
+#elif CCO_HOST_COOP_
+  return cco_host_coop_reduce(1, v, 1);
 #else
   return v;
 #endif
@@ -277,6 +311,8 @@ CCO_DEVICE_INLINE int cco_impl_block_any(uint32_t v) {
                    : "r"(v)
                    : "memory");
   return any;
+#elif CCO_HOST_COOP_
+  return (int)cco_host_coop_reduce(2, v, 2);
 #else
   return v != 0;
 #endif

@@ -25,19 +25,16 @@ CCO_DEVICE_INLINE int cco_impl_window_has_range(ccoWindow_t win, size_t off, siz
 }
 
 /* One status for the whole scope (which must all call): the worst any of
- * its threads saw. A block learns only that some thread failed; it reports
- * ccoDevAborted when the abort word is set, else ccoDevTimeout. Also a sync
- * of the scope. */
-CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_lsa_scope_status(ccoCoop_t coop, ccoDevStatus_t st,
-                                                           const uint32_t* abortFlag) {
-  if (coop == ccoCoopWarp) {
-    st = (ccoDevStatus_t)cco_impl_warp_max_u32((uint32_t)st);
-  } else if (coop == ccoCoopBlock) {
-    if (cco_impl_block_any((uint32_t)st) && st == ccoDevSuccess) {
-      /* Another thread failed; report abort if the word is set, else timeout. */
-      st = (abortFlag && cco_impl_ld_relaxed_u32(abortFlag)) ? ccoDevAborted : ccoDevTimeout;
-    }
-    return st; /* the reduction synchronized the block */
+ * its threads saw. A block learns it from two reductions, so every thread
+ * returns the same status, which a branch on it needs (a later barrier under
+ * it is reached by all or by none): ccoDevAborted when any thread saw the
+ * abort word, else ccoDevTimeout when any gave up. Also a sync of the
+ * scope. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_lsa_scope_status(ccoCoop_t coop, ccoDevStatus_t st) {
+  if (coop == ccoCoopWarp) return (ccoDevStatus_t)cco_impl_warp_max_u32((uint32_t)st);
+  if (coop == ccoCoopBlock) { /* the reductions synchronized the block */
+    if (!cco_impl_block_any(st != ccoDevSuccess)) return ccoDevSuccess;
+    return cco_impl_block_any(st == ccoDevAborted) ? ccoDevAborted : ccoDevTimeout;
   }
   ccoCoopSync(coop);
   return st;
