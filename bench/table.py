@@ -40,6 +40,8 @@ def matches(ref: dict, figure: dict) -> bool:
     its own bench and has fewer keys)."""
     if any(ref[k] != figure[k] for k in ("op", "bytes", "ranks", "metric")):
         return False
+    if ref.get("date") != figure.get("date") or ref.get("machine") != figure.get("machine"):
+        return False  # another run's line is not a same-run reference
     if ref["bench"] != figure["bench"] and ref["bench"] not in REFERENCE_PROGRAMS:
         return False
     a, b = config(ref), config(figure)
