@@ -48,6 +48,11 @@ check "layout: libcco $version with SONAME links, libcco.a, headers (device/impl
 
 check "installed cco-info runs" "$prefix/bin/cco-info"
 
+# The device bitcode, when this build made it, lands in lib/cco/ (docs/install.md).
+if [ -e "$build/lib/libcco_device_sm90.bc" ]; then
+  check "device bitcode installed as lib/cco/libcco_device_sm90.bc" test -s "$prefix/lib/cco/libcco_device_sm90.bc"
+fi
+
 # ranks_ok N PROGRAM: one line ending in "ok" per rank, N ranks.
 ranks_ok() {
   local n=$1 program=$2 out

@@ -102,6 +102,24 @@ EOF
 }
 check "import cco: the environment's package, its own cco/lib/libcco.so.0 and headers; __version__ $version is ccoGetVersion's" \
   package_is_self_contained
+
+# The device bitcode for Triton, where this machine's clang built it (the wheel's build did too):
+# inside the wheel, and found there by the installed package with the compile step turned off.
+if [ -e "$build/lib/libcco_device_sm90.bc" ]; then
+  bitcode_from_wheel() {
+    CCO_DISABLE_JIT=1 in_venv python - "$venv" <<'EOF'
+import sys
+from cco.ir.bitcode import find_cco_bitcode
+path = find_cco_bitcode(90)
+print(path)
+sys.exit(0 if path.startswith(sys.argv[1]) and path.endswith("/cco/lib/cco/libcco_device_sm90.bc") else 1)
+EOF
+  }
+  check "the wheel's device bitcode (cco/lib/cco/libcco_device_sm90.bc) is what the installed package finds" \
+    bitcode_from_wheel
+else
+  skip "device bitcode: this build made none (no clang-19), so the wheel has none either"
+fi
 show '^[0-9]'
 
 check "cco-info on PATH (the wheel's console script) runs" in_venv cco-info
