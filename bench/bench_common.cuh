@@ -110,4 +110,84 @@ __device__ __forceinline__ void bench_copy_u4(uint4* __restrict__ dst, const uin
   for (; i < n; i += stride) dst[i] = src[i];
 }
 
+// Slowest rank's value of a step every rank of the job takes part in.
+static inline double bench_slowest(ccoComm* comm, double mine, int size) {
+  double* all = (double*)calloc((size_t)size, sizeof(double));
+  CCO_OK(ccoBootstrapAllGather(comm, &mine, all, sizeof(double)));
+  double m = 0;
+  for (int i = 0; i < size; i++) m = all[i] > m ? all[i] : m;
+  free(all);
+  return m;
+}
+
+// Who takes part in a put-bandwidth figure and how its lines are named.
+struct bench_put_spec {
+  const char* bench;  // the lines' "bench"
+  const char* ref;    // the put's "ref": NULL for cco's own figure, "nvshmem" for NVSHMEM's
+  int me;             // index among the writers; 0 is the lone writer of the first figure
+  int writers;        // how many write at once in the second figure
+  int size;           // ranks of the job (all take part in the barriers and in bench_slowest)
+  int print;          // whether this rank prints the lines
+};
+
+// Put bandwidth of one writer, then of every writer at once, at each size of the sweep, beside
+// cudaMemcpyAsync of the same bytes on the same stream: 7 trials alternating the two, each `iters`
+// launches between barriers, the median of the slowest rank's time per launch. put(bytes, blocks,
+// threads, stream) launches one put of `bytes` with one 1024-thread block per SM.
+template <typename Put>
+static void bench_put_vs_memcpy(ccoComm* comm, const bench_put_spec& s, const bench_sweep* sw, int iters,
+                                int warmup, void* refSrc, void* refDst, cudaStream_t st, Put put) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int blocks = sms, threads = 1024, trials = 7;
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
+    // writers = 1 (index 0 alone), then every writer at once.
+    for (int all = 0; all < 2; all++) {
+      int active = all || s.me == 0;
+      double putMs[trials], refMs[trials];
+      for (int i = 0; active && i < warmup; i++) {
+        put(bytes, blocks, threads, st);
+        CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
+      }
+      CUDA_OK(cudaStreamSynchronize(st));
+      for (int t = 0; t < trials; t++) {
+        for (int kind = 0; kind < 2; kind++) {
+          CCO_OK(ccoBarrierAll(comm));
+          double ms = 0;
+          if (active) {
+            CUDA_OK(cudaEventRecord(e0, st));
+            for (int i = 0; i < iters; i++) {
+              if (kind == 0) put(bytes, blocks, threads, st);
+              else CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
+            }
+            CUDA_OK(cudaEventRecord(e1, st));
+            CUDA_OK(cudaEventSynchronize(e1));
+            CUDA_OK(cudaGetLastError());
+            ms = bench_elapsed_ms(e0, e1) / iters;
+          }
+          ms = all ? bench_slowest(comm, ms, s.size) : ms;
+          (kind == 0 ? putMs : refMs)[t] = ms;
+        }
+      }
+      double put1 = bench_median(putMs, trials), ref1 = bench_median(refMs, trials);
+      int writers = all ? s.writers : 1;
+      if (s.print) {
+        bench_line l;
+        bench_line_start(&l, s.bench, "lsa_put", (long long)bytes, s.size, iters);
+        bench_line_int(&l, "writers", writers);
+        bench_line_int(&l, "trials", trials);
+        bench_line_int(&l, "blocks", blocks);
+        bench_line_int(&l, "threads", threads);
+        bench_line_emit(&l, "GBps", (double)bytes * writers / (put1 * 1e-3) / 1e9, s.ref);
+        bench_line_emit(&l, "GBps", (double)bytes * writers / (ref1 * 1e-3) / 1e9, "cudaMemcpy");
+      }
+    }
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+}
+
 #endif  // CCO_BENCH_COMMON_CUH_

@@ -56,72 +56,16 @@ __global__ void put_kernel(ccoWindow_t win, int peer, uint64_t srcOff, uint64_t 
 }
 
 
-// Slowest rank's time of the same step, everyone taking part.
-static double slowest(double mine, int size) {
-  double* all = (double*)calloc((size_t)size, sizeof(double));
-  CCO_OK(ccoBootstrapAllGather(comm, &mine, all, sizeof(double)));
-  double m = 0;
-  for (int i = 0; i < size; i++) m = all[i] > m ? all[i] : m;
-  free(all);
-  return m;
-}
-
+// Puts into the next LSA peer's window beside cudaMemcpy (bench_common.cuh); the lone writer is LSA rank 0.
 static void bench_put(ccoWindow_t win, const bench_sweep* sw, int iters, int warmup, int rank, int size, int lsaRank,
                       int lsaSize, void* refSrc, void* refDst, cudaStream_t st) {
-  int sms = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int blocks = sms, threads = 1024, trials = 7;
   const uint64_t dstOff = kSrcOff + sw->max;
   int peer = (lsaRank + 1) % lsaSize;
-  cudaEvent_t e0, e1;
-  CUDA_OK(cudaEventCreate(&e0));
-  CUDA_OK(cudaEventCreate(&e1));
-  for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
-    const size_t n = bytes / sizeof(uint4);
-    // writers = 1 (rank 0 alone), then every rank at once.
-    for (int all = 0; all < 2; all++) {
-      int active = all || lsaRank == 0;
-      double put[trials], ref[trials];
-      for (int i = 0; active && i < warmup; i++) {
-        put_kernel<<<blocks, threads, 0, st>>>(win, peer, kSrcOff, dstOff, n);
-        CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
-      }
-      CUDA_OK(cudaStreamSynchronize(st));
-      for (int t = 0; t < trials; t++) {
-        for (int kind = 0; kind < 2; kind++) {
-          CCO_OK(ccoBarrierAll(comm));
-          double ms = 0;
-          if (active) {
-            CUDA_OK(cudaEventRecord(e0, st));
-            for (int i = 0; i < iters; i++) {
-              if (kind == 0) put_kernel<<<blocks, threads, 0, st>>>(win, peer, kSrcOff, dstOff, n);
-              else CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
-            }
-            CUDA_OK(cudaEventRecord(e1, st));
-            CUDA_OK(cudaEventSynchronize(e1));
-            CUDA_OK(cudaGetLastError());
-            ms = bench_elapsed_ms(e0, e1) / iters;
-          }
-          ms = all ? slowest(ms, size) : ms;
-          (kind == 0 ? put : ref)[t] = ms;
-        }
-      }
-      double putMs = bench_median(put, trials), refMs = bench_median(ref, trials);
-      int writers = all ? lsaSize : 1;
-      if (rank == 0) {
-        bench_line l;
-        bench_line_start(&l, "lsa", "lsa_put", (long long)bytes, size, iters);
-        bench_line_int(&l, "writers", writers);
-        bench_line_int(&l, "trials", trials);
-        bench_line_int(&l, "blocks", blocks);
-        bench_line_int(&l, "threads", threads);
-        bench_line_emit(&l, "GBps", (double)bytes * writers / (putMs * 1e-3) / 1e9, NULL);
-        bench_line_emit(&l, "GBps", (double)bytes * writers / (refMs * 1e-3) / 1e9, "cudaMemcpy");
-      }
-    }
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  bench_put_spec spec = {"lsa", NULL, lsaRank, lsaSize, size, rank == 0};
+  bench_put_vs_memcpy(comm, spec, sw, iters, warmup, refSrc, refDst, st,
+                      [&](unsigned long long bytes, int blocks, int threads, cudaStream_t s) {
+                        put_kernel<<<blocks, threads, 0, s>>>(win, peer, kSrcOff, dstOff, bytes / sizeof(uint4));
+                      });
 }
 
 // ------------------------------------------------------- 2. ping-pong
@@ -271,7 +215,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
       CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
       CUDA_OK(cudaStreamSynchronize(st));
       if (kind == 1) epoch += warm + iters;
-      (kind == 0 ? cco : raw)[t] = slowest(ns * 1e-3 / iters, size);
+      (kind == 0 ? cco : raw)[t] = bench_slowest(comm, ns * 1e-3 / iters, size);
     }
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));

@@ -29,7 +29,7 @@ __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ s
 
 static const char* const kOps[] = {"register", "copy", NULL};
 
-static void bench_register(const bench_sweep* sw, int reps, int size, int rank, double* all) {
+static void bench_register(const bench_sweep* sw, int reps, int size, int rank) {
   for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
     double* reg = (double*)calloc((size_t)reps, sizeof(double));
     double* alloc = (double*)calloc((size_t)reps, sizeof(double));
@@ -44,10 +44,7 @@ static void bench_register(const bench_sweep* sw, int reps, int size, int rank, 
       double t2 = bench_now_s();
       CCO_OK(ccoWindowRegister(comm, p, bytes, &win));
       double mine = bench_now_s() - t2;
-      CCO_OK(ccoBootstrapAllGather(comm, &mine, all, sizeof(double)));
-      double slowest = 0;
-      for (int i = 0; i < size; i++) slowest = all[i] > slowest ? all[i] : slowest;
-      reg[r] = slowest * 1e3;
+      reg[r] = bench_slowest(comm, mine, size) * 1e3;
       alloc[r] = (t1 - t0) * 1e3;
       CCO_OK(ccoWindowDeregister(comm, win));
       CCO_OK(ccoMemFree(comm, p));
@@ -154,13 +151,11 @@ int main(int argc, char** argv) {
   CCO_OK(ccoCommRank(comm, &rank));
   CCO_OK(ccoCommSize(comm, &size));
   CCO_OK(ccoCommLsaSize(comm, &lsaSize));
-  double* all = (double*)calloc((size_t)size, sizeof(double));
-  if (bench_args_want(&a, "register")) bench_register(&sw, (int)bench_args_iters(&a, 5), size, rank, all);
+  if (bench_args_want(&a, "register")) bench_register(&sw, (int)bench_args_iters(&a, 5), size, rank);
   if (bench_args_want(&a, "copy")) {
     if (lsaSize >= 2) bench_copy(&sw, (int)bench_args_iters(&a, 10), (int)bench_args_warmup(&a, 1), rank, size);
     else if (rank == 0) fprintf(stderr, "cco-bench-windows: copy not measured: it needs 2 LSA ranks\n");
   }
-  free(all);
   CCO_OK(ccoCommDestroy(comm));
   return 0;
 }

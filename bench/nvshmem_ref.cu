@@ -42,16 +42,6 @@ __device__ static inline uint64_t clock_ns(void) {
 
 static const char* const kOps[] = {"put", "pingpong", "barrier", NULL};
 
-// Slowest PE's value, every PE taking part (through the cco host comm).
-static double slowest(double mine, int npes) {
-  double* all = (double*)calloc((size_t)npes, sizeof(double));
-  CCO_OK(ccoBootstrapAllGather(comm, &mine, all, sizeof(double)));
-  double m = 0;
-  for (int i = 0; i < npes; i++) m = all[i] > m ? all[i] : m;
-  free(all);
-  return m;
-}
-
 // ------------------------------------------------------------ 1. put
 
 __global__ void put_kernel(char* dst, const char* src, size_t bytes, int pe) {
@@ -63,59 +53,15 @@ __global__ void put_kernel(char* dst, const char* src, size_t bytes, int pe) {
   if (threadIdx.x == 0) nvshmem_quiet();
 }
 
+// NVSHMEM's put to the next PE beside cudaMemcpy, measured as bench_lsa measures cco's (bench_common.cuh).
 static void bench_put(const bench_sweep* sw, int iters, int warmup, int mype, int npes, char* symSrc, char* symDst,
                       void* refSrc, void* refDst, cudaStream_t st) {
-  int sms = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int blocks = sms, threads = 1024, trials = 7;
   int peer = (mype + 1) % npes;
-  cudaEvent_t e0, e1;
-  CUDA_OK(cudaEventCreate(&e0));
-  CUDA_OK(cudaEventCreate(&e1));
-  for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
-    for (int all = 0; all < 2; all++) {
-      int active = all || mype == 0;
-      double put[trials], ref[trials];
-      for (int i = 0; active && i < warmup; i++) {
-        put_kernel<<<blocks, threads, 0, st>>>(symDst, symSrc, bytes, peer);
-        CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
-      }
-      CUDA_OK(cudaStreamSynchronize(st));
-      for (int t = 0; t < trials; t++) {
-        for (int kind = 0; kind < 2; kind++) {
-          CCO_OK(ccoBarrierAll(comm));
-          double ms = 0;
-          if (active) {
-            CUDA_OK(cudaEventRecord(e0, st));
-            for (int i = 0; i < iters; i++) {
-              if (kind == 0) put_kernel<<<blocks, threads, 0, st>>>(symDst, symSrc, bytes, peer);
-              else CUDA_OK(cudaMemcpyAsync(refDst, refSrc, bytes, cudaMemcpyDeviceToDevice, st));
-            }
-            CUDA_OK(cudaEventRecord(e1, st));
-            CUDA_OK(cudaEventSynchronize(e1));
-            CUDA_OK(cudaGetLastError());
-            ms = bench_elapsed_ms(e0, e1) / iters;
-          }
-          ms = all ? slowest(ms, npes) : ms;
-          (kind == 0 ? put : ref)[t] = ms;
-        }
-      }
-      double putMs = bench_median(put, trials), refMs = bench_median(ref, trials);
-      int writers = all ? npes : 1;
-      if (mype == 0) {
-        bench_line l;
-        bench_line_start(&l, "nvshmem", "lsa_put", (long long)bytes, npes, iters);
-        bench_line_int(&l, "writers", writers);
-        bench_line_int(&l, "trials", trials);
-        bench_line_int(&l, "blocks", blocks);
-        bench_line_int(&l, "threads", threads);
-        bench_line_emit(&l, "GBps", (double)bytes * writers / (putMs * 1e-3) / 1e9, "nvshmem");
-        bench_line_emit(&l, "GBps", (double)bytes * writers / (refMs * 1e-3) / 1e9, "cudaMemcpy");
-      }
-    }
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  bench_put_spec spec = {"nvshmem", "nvshmem", mype, npes, npes, mype == 0};
+  bench_put_vs_memcpy(comm, spec, sw, iters, warmup, refSrc, refDst, st,
+                      [&](unsigned long long bytes, int blocks, int threads, cudaStream_t s) {
+                        put_kernel<<<blocks, threads, 0, s>>>(symDst, symSrc, bytes, peer);
+                      });
 }
 
 // ------------------------------------------------------- 2. ping-pong
@@ -199,7 +145,7 @@ static void bench_barrier(uint32_t iters, uint32_t warm, int mype, int npes, cud
     unsigned long long ns = 0;
     CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
     CUDA_OK(cudaStreamSynchronize(st));
-    v[t] = slowest(ns * 1e-3 / iters, npes);
+    v[t] = bench_slowest(comm, ns * 1e-3 / iters, npes);
   }
   double m = bench_median(v, trials);
   if (mype == 0) {
