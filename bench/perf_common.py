@@ -9,7 +9,7 @@ import argparse
 import json
 import math
 import re
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 # Keys every JSON line of a benchmark has, in this order (docs/perf.md).
 COMMON_KEYS = ("bench", "op", "bytes", "ranks", "iters", "metric", "value", "ref")
@@ -101,3 +101,33 @@ def json_line(bench: str, op: str, nbytes: Optional[int], ranks: int, iters: int
            "value": number, "ref": ref}
     obj.update(extra)
     return json.dumps(obj)
+
+
+def read_lines(paths: List[str], program: str) -> List[dict]:
+    """Every benchmark line of the JSONL files (lines without a value left out); a line that is not
+    JSON, or lacks a common key, ends the program with its file and line number."""
+    lines = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for number, text in enumerate(f, 1):
+                if not text.strip():
+                    continue
+                try:
+                    obj = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise SystemExit(f"{program}: {path}:{number}: not JSON ({exc})")
+                missing = [k for k in COMMON_KEYS if not isinstance(obj, dict) or k not in obj]
+                if missing:
+                    raise SystemExit(f"{program}: {path}:{number}: not a benchmark line (no {', '.join(missing)})")
+                if obj["value"] is not None:
+                    lines.append(obj)
+    return lines
+
+
+def size_text(n: int, unit_suffix: str = "", sep: str = "") -> str:
+    """1024 -> '1K' (plot ticks); with unit_suffix 'iB': '1KiB' (titles, file names); with sep ' ' too:
+    '1 KiB' (tables)."""
+    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{sep}{unit}{unit_suffix}"
+    return f"{n}{sep}B" if unit_suffix else str(n)

@@ -25,7 +25,7 @@ from collections import OrderedDict, defaultdict
 from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perf_common import COMMON_KEYS  # noqa: E402
+from perf_common import read_lines, size_text  # noqa: E402
 
 # Extras that make a different figure of the same op, and how a title says them.
 FIGURE_EXTRAS = OrderedDict([
@@ -38,33 +38,6 @@ FIGURE_EXTRAS = OrderedDict([
     ("dtype", lambda v, line: str(v)),
 ])
 UNITS = {"GBps": "GB/s", "us": "time (us)", "ms": "time (ms)", "Mmsg_per_s": "million messages/s"}
-
-
-def read_lines(paths: List[str]) -> List[dict]:
-    lines = []
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            for number, text in enumerate(f, 1):
-                if not text.strip():
-                    continue
-                try:
-                    obj = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise SystemExit(f"plot.py: {path}:{number}: not JSON ({exc})")
-                missing = [k for k in COMMON_KEYS if not isinstance(obj, dict) or k not in obj]
-                if missing:
-                    raise SystemExit(f"plot.py: {path}:{number}: not a benchmark line (no {', '.join(missing)})")
-                if obj["value"] is not None:
-                    lines.append(obj)
-    return lines
-
-
-def size_text(n: int, unit_suffix: str = "") -> str:
-    """1024 -> '1K' (ticks); with unit_suffix 'iB': '1KiB' (titles, file names)."""
-    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}{unit_suffix}"
-    return f"{n}B" if unit_suffix else str(n)
 
 
 def family_key(line: dict) -> Tuple:
@@ -170,7 +143,7 @@ def main(argv: List[str]) -> int:
     for path in args.files:
         if not os.path.isfile(path):
             ap.error(f"no file {path}")
-    lines = read_lines(args.files)
+    lines = read_lines(args.files, "plot.py")
     if not lines:
         print("plot.py: no measurements in " + ", ".join(args.files), file=sys.stderr)
         return 1

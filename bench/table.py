@@ -3,31 +3,29 @@
 
     python3 bench/table.py bench.jsonl [more.jsonl ...]
 
-Rows are grouped by (bench, op, bytes, ranks, the extras); a row shows cco's value and
-every reference measured with the same keys, so RESULTS.md can quote a run as it came out.
+One row per cco figure, each reference of the same run beside the figure it matches (the same
+op, size, ranks and unit, no contradicting configuration), so RESULTS.md can quote a run as it
+came out.
 Only the standard library: it runs on the GPU machine too.
 """
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 from typing import Dict, List, Tuple
 
-COMMON = {"bench", "op", "bytes", "ranks", "iters", "metric", "value", "ref", "machine", "date", "cpus"}
-# Extras that describe one line's own measurement (its best trial, its status count, its goal)
-# rather than the configuration: they must not split a figure from its references.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perf_common import COMMON_KEYS, read_lines, size_text  # noqa: E402
+
+# Keys that are not a figure's configuration: the common ones and what the driver adds.
+COMMON = set(COMMON_KEYS) | {"machine", "date", "cpus"}
 # Programs that only measure references for another benchmark's figures.
 REFERENCE_PROGRAMS = {"nvshmem", "nccl"}
+# Extras that describe one line's own measurement (its best trial, its status count, its goal)
+# rather than the configuration: they must not split a figure from its references.
 PER_LINE = {"min_us", "min_ms", "bad_status", "goal_ratio_max", "goal_ratio_min", "flushed_ms",
             "posts_written_ms", "variant", "launch"}
-
-
-def size_text(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
 
 
 def config(line: dict) -> Dict[str, str]:
@@ -65,17 +63,7 @@ def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+")
     args = ap.parse_args(argv)
-    lines: List[dict] = []
-    for path in args.files:
-        with open(path) as f:
-            for n, text in enumerate(f, 1):
-                if not text.strip():
-                    continue
-                try:
-                    lines.append(json.loads(text))
-                except json.JSONDecodeError as e:
-                    print(f"table.py: {path}:{n}: not JSON ({e})", file=sys.stderr)
-                    return 1
+    lines = read_lines(args.files, "table.py")
     # Rows: every cco figure, then each reference beside the first figure it matches; a reference
     # that matches none (a figure of its own, like a loopback TCP time) gets its own row.
     rows: List[Tuple[dict, Dict[str, float]]] = [(ln, {}) for ln in lines if ln["ref"] is None]
@@ -92,7 +80,7 @@ def main(argv: List[str]) -> int:
     print("|---|---|---|---|---|---|---|")
     for figure, refs in rows:
         nbytes = figure["bytes"]
-        size = size_text(nbytes) if isinstance(nbytes, int) else ""
+        size = size_text(nbytes, "iB", " ") if isinstance(nbytes, int) else ""
         extra = ", ".join(f"{k}={v}" for k, v in sorted(config(figure).items()))
         unit = figure["metric"]
         if figure["ref"] is None:
