@@ -4,15 +4,10 @@
 set -u
 bin=${CCO_BIN:?set CCO_BIN to the build bin directory}
 passed=0 failed=0
-check() { # name, command...
-  local name=$1; shift
-  local out
-  if out=$("$@" 2>&1); then
-    passed=$((passed + 1)); echo "ok   $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name"; echo "$out" | tail -20 | sed 's/^/    /'
-  fi
-}
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/scripts/check_lib.sh
+source "$(dirname "$0")/check_lib.sh"
 for n in 1 2 4; do
   check "mp_windows with $n ranks" "$bin/ccorun" -t 240 -n "$n" "$bin/mp_windows" --cycles 300
 done
