@@ -53,6 +53,7 @@
 #include "cco/cco_gda.h"
 #include "comm/comm.h"
 #include "mp_util.h"
+#include "mp_net_probe.h"
 #include "transport/net/net.h"
 
 #define MAX_RANKS 8
@@ -492,26 +493,6 @@ static void list_shm(char* out, size_t size) {
 }
 
 /* The network engine opens here (in a child: libfabric may start threads). */
-static int net_opens(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    cco_net_config cfg;
-    cco_net_config_from_env(&cfg);
-    cco_net* net = NULL;
-    if (cco_net_open(&cfg, &net) != ccoSuccess) {
-      printf("  the network engine does not open here: %s\n", ccoGetLastError(NULL));
-      fflush(stdout);
-      _exit(77);
-    }
-    cco_net_close(net);
-    _exit(0);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 /* One job of n ranks; a victim < 0 is a clean run. Appends every
  * survivor's death-to-error time to dts. */
 static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* ndt) {
@@ -582,7 +563,7 @@ static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* n
 static int run_phase(const options* o, int phase) {
   int n = o->ranks;
   const char* name = kPhaseNames[phase];
-  if (phase == PH_GDA && !net_opens()) {
+  if (phase == PH_GDA && !mp_net_opens_in_child("  the network engine does not open here")) {
     const char* req = getenv("CCO_TEST_REQUIRE_NET");
     MP_CHECK(!(req && !strcmp(req, "1")), "gda: the network engine does not open, and CCO_TEST_REQUIRE_NET=1");
     printf("phase %s: skipped (no network engine)\n", name);

@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "mp_util.h"
+#include "mp_net_probe.h"
 #include "transport/net/net.h"
 
 #define MAX_RANKS 8
@@ -484,28 +485,9 @@ static int run(int nRanks, mp_rank_fn fn, const char* what, int expectKilled) {
   return failed;
 }
 
-/* In a child, so this process never loads libfabric before forking ranks. */
-static int net_available(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    cco_net* net = NULL;
-    if (engine_open(&net) != ccoSuccess) {
-      printf("mp_net: did not run: %s\n", ccoGetLastError(NULL));
-      fflush(stdout);
-      _exit(77);
-    }
-    cco_net_close(net);
-    _exit(0);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(void) {
   setenv("CCO_NET_MAX_MSG", "1048576", 1); /* so 3.5 MiB writes are split */
-  if (!net_available()) {
+  if (!mp_net_opens_in_child("mp_net: did not run")) {
     const char* req = getenv("CCO_TEST_REQUIRE_NET");
     int required = req && !strcmp(req, "1");
     printf("mp_net: skipped%s\n", required ? ", but CCO_TEST_REQUIRE_NET=1: failing" : "");
