@@ -42,6 +42,7 @@ from types import ModuleType
 from typing import List, Optional, Sequence
 
 from . import _lib
+from ._cache import user_cache_root
 from ._version import __version__
 from .errors import CCOInvalidArgument, CCOUnsupported
 
@@ -168,8 +169,7 @@ def _ext_suffix() -> str:
 def cache_dir() -> Path:
     if os.environ.get(EXT_DIR_ENV):
         return Path(os.environ[EXT_DIR_ENV])
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "cco" / "torch_ext"
+    return user_cache_root() / "torch_ext"
 
 
 # ------------------------------------------------------------------ commands

@@ -28,6 +28,7 @@ import warnings
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from .._cache import user_cache_root
 from . import wrappers
 
 BITCODE_ENV = ("CCO_DEVICE_BC", "MORI_CCO_BC")
@@ -62,8 +63,7 @@ def jit_disabled() -> bool:
 def cache_dir() -> Path:
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cco"
+    return user_cache_root()
 
 
 def prebuilt_dirs() -> List[Path]:
