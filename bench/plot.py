@@ -17,7 +17,6 @@ bench/RESULTS.md.
 Needs matplotlib (imported only once the lines are read).
 """
 import argparse
-import json
 import os
 import re
 import sys
