@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cco/cco_coll_types.h"
 #include "cco/cco_devcomm.h"
 #include "cco/cco_window.h"
 
@@ -288,6 +289,46 @@ ccoResult_t ccoSdmaPutAsync(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t 
  * the communicator fails (its async error, with its detail). */
 ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff, uint64_t value,
                                 void* stream);
+
+/* ------------------------------------------------------------------------ */
+/* Collectives on windows, ordered on a stream                              */
+/* ------------------------------------------------------------------------ */
+
+/* Every rank of the communicator calls the same collective with the same
+ * count, type, operator (and root), in the same order. sendbuf and recvbuf
+ * lie inside windows registered on `comm` (ccoWindowRegister...), at the same
+ * offsets on every rank; recvbuf == sendbuf is in place. The call enqueues
+ * the work on `stream` (a CUstream / cudaStream_t; NULL is the legacy default
+ * stream) and returns: no host synchronisation and no allocation per call,
+ * so it can be captured in a CUDA graph (the first collective of a
+ * communicator sets its state up: make it before capturing). The host
+ * platform runs the same device code on CPU threads before returning.
+ * The algorithm is chosen by size and LSA size; CCO_ALGO forces one
+ * (docs/collectives.md). Errors: a buffer outside a window (ccoInvalidArgument,
+ * naming it), a count that overflows the window, an unknown type or
+ * operator; ranks that disagree are reported by the device code
+ * (ccoCommGetAsyncError) instead of hanging. */
+ccoResult_t ccoAllReduce(ccoComm* comm, const void* sendbuf, void* recvbuf, size_t count,
+                         ccoDataType_t dtype, ccoRedOp_t op, void* stream);
+/* recvbuf holds nRanks x sendcount elements, rank r's at r x sendcount. */
+ccoResult_t ccoAllGather(ccoComm* comm, const void* sendbuf, void* recvbuf, size_t sendcount,
+                         ccoDataType_t dtype, void* stream);
+/* sendbuf holds nRanks x recvcount elements; rank r gets the reduction of
+ * every rank's block r. */
+ccoResult_t ccoReduceScatter(ccoComm* comm, const void* sendbuf, void* recvbuf, size_t recvcount,
+                             ccoDataType_t dtype, ccoRedOp_t op, void* stream);
+/* Block p of sendbuf (count elements) goes to rank p, into block `rank` of
+ * its recvbuf. Not in place. */
+ccoResult_t ccoAlltoAll(ccoComm* comm, const void* sendbuf, void* recvbuf, size_t count,
+                        ccoDataType_t dtype, void* stream);
+/* root's sendbuf (count elements) into every rank's recvbuf. */
+ccoResult_t ccoBroadcast(ccoComm* comm, const void* sendbuf, void* recvbuf, size_t count,
+                         ccoDataType_t dtype, int root, void* stream);
+
+/* The algorithm a collective of `bytes` would use on this communicator
+ * (CCO_ALGO included); `coll` is "allreduce", "allgather", "reducescatter",
+ * "alltoall" or "broadcast". */
+ccoResult_t ccoCollAlgorithm(const ccoComm* comm, const char* coll, size_t bytes, ccoAlgo_t* algo);
 
 #ifdef __cplusplus
 } /* extern "C" */
