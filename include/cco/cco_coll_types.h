@@ -92,7 +92,12 @@ typedef struct ccoCollArgs {
    * sendDispls[peer], recvDispls[peer]. Peers read it over LSA (a sender
    * needs the receiver's recvDispls). */
   uint64_t vTableOff;
-  uint64_t reserved[2];
+  /* Nonzero: a hash of the call (collective, count, type, operator, root,
+   * algorithm) that the blocks which start with a barrier publish in the
+   * scratch area before it and compare with every peer's after it, returning
+   * ccoDevInvalid when ranks disagree instead of reading past a buffer. */
+  uint64_t signature;
+  uint64_t reserved;
 } ccoCollArgs;
 
 #endif /* CCO_CCO_COLL_TYPES_H_ */
