@@ -103,6 +103,24 @@ typedef struct {
    * sees, in ordinal order (CPU affinity looks for the communicator's GPU
    * among them). The host platform sees none: *n = 0. */
   ccoResult_t (*visible_gpus)(cco_platform* p, char busIds[][CCO_BUS_ID_BYTES], int max, int* n);
+  /* Kernels of libcco's own (the collectives'). module_get loads an image
+   * (a fatbin) once per CUDA context: every communicator of the context
+   * gets the same module, counted, and module_put unloads it with the last
+   * user. kernel_get looks a kernel up by name; kernel_coresident says how
+   * many blocks of `threads` threads of it the device runs at once (blocks
+   * per SM from the occupancy calculator, times the SMs); launch enqueues
+   * `grid` blocks on `stream` (NULL: the legacy default stream) with the
+   * kernel's parameters. The host platform has no kernels (ccoUnsupported):
+   * its "kernels" are CPU threads calling the device functions. */
+  ccoResult_t (*module_get)(cco_platform* p, const void* image, void** module);
+  void (*module_put)(cco_platform* p, void* module);
+  ccoResult_t (*kernel_get)(cco_platform* p, void* module, const char* name, void** kernel);
+  ccoResult_t (*kernel_coresident)(cco_platform* p, void* kernel, unsigned threads, int* blocks);
+  ccoResult_t (*launch)(cco_platform* p, void* kernel, unsigned grid, unsigned threads, void* stream,
+                        void** params);
+  /* Whether `stream` is capturing into a CUDA graph (always false on the
+   * host platform, whose streams are placeholders). */
+  ccoResult_t (*stream_capturing)(cco_platform* p, void* stream, bool* capturing);
 } cco_platform_ops;
 
 struct cco_platform {

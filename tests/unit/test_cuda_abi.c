@@ -45,6 +45,11 @@ CHECK_SCALAR(cco_cu_device, CUdevice);
 _Static_assert(SAME_TYPE(cco_cu_device, CUdevice), "CUdevice");
 CHECK_SCALAR(cco_cu_context, CUcontext);
 CHECK_SCALAR(cco_cu_stream, CUstream);
+CHECK_SCALAR(cco_cu_module, CUmodule);
+_Static_assert(SAME_TYPE(cco_cu_module, CUmodule), "CUmodule");
+CHECK_SCALAR(cco_cu_function, CUfunction);
+_Static_assert(SAME_TYPE(cco_cu_function, CUfunction), "CUfunction");
+CHECK_SCALAR(cco_cu_capture_status, CUstreamCaptureStatus);
 CHECK_SCALAR(cco_cu_deviceptr, CUdeviceptr);
 _Static_assert(SAME_TYPE(cco_cu_deviceptr, CUdeviceptr), "CUdeviceptr");
 CHECK_SCALAR(cco_cu_mem_handle, CUmemGenericAllocationHandle);
@@ -123,6 +128,9 @@ CHECK_CONST(CCO_CU_GET_PROC_ADDRESS_LEGACY_STREAM, CU_GET_PROC_ADDRESS_LEGACY_ST
 CHECK_CONST(CCO_CU_GET_PROC_ADDRESS_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS);
 CHECK_CONST(CCO_CU_STREAM_MEM_OP_WRITE_VALUE_64, CU_STREAM_MEM_OP_WRITE_VALUE_64);
 CHECK_CONST(CCO_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
+CHECK_CONST(CCO_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+CHECK_CONST(CCO_CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE);
+CHECK_CONST(CCO_CU_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_NO_BINARY_FOR_GPU);
 _Static_assert(CCO_CU_ABI_VERSION >= 12000 && CCO_CU_ABI_VERSION <= CUDA_VERSION,
                "the ABI version must be one this toolkit describes");
 
@@ -170,6 +178,12 @@ CHECK_ENTRY(memUnmap, PFN_cuMemUnmap_v10020);
 CHECK_ENTRY(memExportToShareableHandle, PFN_cuMemExportToShareableHandle_v10020);
 CHECK_ENTRY(memImportFromShareableHandle, PFN_cuMemImportFromShareableHandle_v10020);
 CHECK_ENTRY(memRetainAllocationHandle, PFN_cuMemRetainAllocationHandle_v11000);
+CHECK_ENTRY(moduleLoadData, PFN_cuModuleLoadData_v2000);
+CHECK_ENTRY(moduleUnload, PFN_cuModuleUnload_v2000);
+CHECK_ENTRY(moduleGetFunction, PFN_cuModuleGetFunction_v2000);
+CHECK_ENTRY(launchKernel, PFN_cuLaunchKernel_v4000);
+CHECK_ENTRY(occupancyMaxActiveBlocksPerMultiprocessor, PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050);
+CHECK_ENTRY(streamIsCapturing, PFN_cuStreamIsCapturing_v10000);
 
 /* Entry points taking one of the mirrored structs: C never makes two struct
  * types compatible, so the PFN is compared with the prototype written with

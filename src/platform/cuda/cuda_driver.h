@@ -31,12 +31,15 @@ typedef int cco_cu_device;                /* CUdevice */
  * the very types of <cuda.h> wherever both are seen. */
 typedef struct CUctx_st* cco_cu_context;    /* CUcontext */
 typedef struct CUstream_st* cco_cu_stream;  /* CUstream */
+typedef struct CUmod_st* cco_cu_module;     /* CUmodule */
+typedef struct CUfunc_st* cco_cu_function;  /* CUfunction */
 typedef unsigned long long cco_cu_deviceptr;       /* CUdeviceptr (64-bit hosts) */
 typedef unsigned long long cco_cu_mem_handle;      /* CUmemGenericAllocationHandle */
 typedef unsigned int cco_cu_device_attribute;      /* CUdevice_attribute */
 typedef unsigned int cco_cu_mem_handle_type;       /* CUmemAllocationHandleType */
 typedef unsigned int cco_cu_mem_granularity_flags; /* CUmemAllocationGranularity_flags */
 typedef unsigned int cco_cu_proc_query_result;     /* CUdriverProcAddressQueryResult */
+typedef unsigned int cco_cu_capture_status;        /* CUstreamCaptureStatus */
 
 /* CUmemLocation */
 typedef struct {
@@ -109,6 +112,9 @@ enum {
   CCO_CU_GET_PROC_ADDRESS_SUCCESS = 0,
   CCO_CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,
   CCO_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1,
+  CCO_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CCO_CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CCO_CU_ERROR_NO_BINARY_FOR_GPU = 209,
 };
 
 /* The CUDA version whose ABI the entry points below are declared with.
@@ -192,6 +198,18 @@ typedef struct {
   cco_cu_result (*memRetainAllocationHandle)(cco_cu_mem_handle* handle, void* addr);
   cco_cu_result (*memGetAllocationPropertiesFromHandle)(cco_cu_mem_alloc_prop* prop,
                                                         cco_cu_mem_handle handle);
+
+  /* Kernels of libcco's own (the collectives' fatbin). */
+  cco_cu_result (*moduleLoadData)(cco_cu_module* module, const void* image);
+  cco_cu_result (*moduleUnload)(cco_cu_module module);
+  cco_cu_result (*moduleGetFunction)(cco_cu_function* fn, cco_cu_module module, const char* name);
+  cco_cu_result (*launchKernel)(cco_cu_function fn, unsigned int gridX, unsigned int gridY,
+                                unsigned int gridZ, unsigned int blockX, unsigned int blockY,
+                                unsigned int blockZ, unsigned int sharedMemBytes, cco_cu_stream stream,
+                                void** params, void** extra);
+  cco_cu_result (*occupancyMaxActiveBlocksPerMultiprocessor)(int* blocks, cco_cu_function fn,
+                                                             int blockSize, size_t dynamicSmem);
+  cco_cu_result (*streamIsCapturing)(cco_cu_stream stream, cco_cu_capture_status* status);
 
   /* Optional: NULL on drivers without them (callers fall back to one call
    * per operation). */

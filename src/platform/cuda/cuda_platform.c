@@ -595,6 +595,131 @@ static ccoResult_t cuda_visible_gpus(cco_platform* p, char busIds[][CCO_BUS_ID_B
   return cco_cuda_visible_bus_ids(busIds, max, n);
 }
 
+/* ------------------------------------------------------------ kernels */
+
+/* Modules of libcco's own images, one per (context, image) for the whole
+ * process: a module belongs to a context, and every communicator of that
+ * context shares it. */
+typedef struct cuda_module {
+  cco_cu_context ctx;
+  const void* image;
+  cco_cu_module module;
+  int users;
+  struct cuda_module* next;
+} cuda_module;
+static cuda_module* g_modules;
+static pthread_mutex_t g_modules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ccoResult_t cuda_module_get(cco_platform* p, const void* image, void** module) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("module_get");
+  pthread_mutex_lock(&g_modules_lock);
+  cuda_module* m = g_modules;
+  while (m && (m->ctx != s->ctx || m->image != image)) m = m->next;
+  ccoResult_t res = ccoSuccess;
+  if (!m) {
+    m = calloc(1, sizeof(*m));
+    ctx_scope sc;
+    res = m ? ctx_enter(s, &sc) : cco_error(NULL, ccoOutOfMemory, CCO_SUBSYS_INIT, "no memory");
+    if (res == ccoSuccess) {
+      cco_cu_result r = s->cu->moduleLoadData(&m->module, image);
+      ctx_leave(s, &sc);
+      if (r == CCO_CU_ERROR_NO_BINARY_FOR_GPU)
+        res = cu_fail(ccoUnsupported, r, "cuModuleLoadData: libcco's kernels have no code for this GPU "
+                      "(device %d); they were built for the architectures the build's nvcc listed", s->dev);
+      else if (r != CCO_CU_SUCCESS)
+        res = cu_fail(ccoCudaError, r, "cuModuleLoadData");
+    }
+    if (res == ccoSuccess) {
+      m->ctx = s->ctx;
+      m->image = image;
+      m->next = g_modules;
+      g_modules = m;
+    } else {
+      free(m);
+      m = NULL;
+    }
+  }
+  if (m) {
+    m->users++;
+    *module = m;
+  }
+  pthread_mutex_unlock(&g_modules_lock);
+  return res;
+}
+
+static void cuda_module_put(cco_platform* p, void* module) {
+  cuda_state* s = state(p);
+  if (!s || !module) return;
+  pthread_mutex_lock(&g_modules_lock);
+  cuda_module** link = &g_modules;
+  while (*link && *link != module) link = &(*link)->next;
+  cuda_module* m = *link;
+  if (m && --m->users == 0) {
+    *link = m->next;
+    ctx_scope sc;
+    if (ctx_enter(s, &sc) == ccoSuccess) {
+      (void)s->cu->moduleUnload(m->module);
+      ctx_leave(s, &sc);
+    }
+    free(m);
+  }
+  pthread_mutex_unlock(&g_modules_lock);
+}
+
+static ccoResult_t cuda_kernel_get(cco_platform* p, void* module, const char* name, void** kernel) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("kernel_get");
+  cco_cu_function fn = NULL;
+  cco_cu_result r = s->cu->moduleGetFunction(&fn, ((cuda_module*)module)->module, name);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuModuleGetFunction(%s)", name);
+  *kernel = fn;
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_kernel_coresident(cco_platform* p, void* kernel, unsigned threads, int* blocks) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("kernel_coresident");
+  int perSm = 0, sms = 0;
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->occupancyMaxActiveBlocksPerMultiprocessor(&perSm, (cco_cu_function)kernel,
+                                                                     (int)threads, 0);
+  cco_cu_result r2 = s->cu->deviceGetAttribute(&sms, CCO_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s->dev);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (r2 != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r2, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  *blocks = perSm * sms;
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_launch(cco_platform* p, void* kernel, unsigned grid, unsigned threads, void* stream,
+                               void** params) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("launch");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->launchKernel((cco_cu_function)kernel, grid, 1, 1, threads, 1, 1, 0,
+                                        (cco_cu_stream)stream, params, NULL);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS)
+    return cu_fail(ccoCudaError, r, "cuLaunchKernel(%u blocks of %u threads)", grid, threads);
+  return ccoSuccess;
+}
+
+static ccoResult_t cuda_stream_capturing(cco_platform* p, void* stream, bool* capturing) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("stream_capturing");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_capture_status st = CCO_CU_STREAM_CAPTURE_STATUS_NONE;
+  cco_cu_result r = s->cu->streamIsCapturing((cco_cu_stream)stream, &st);
+  ctx_leave(s, &sc);
+  if (r != CCO_CU_SUCCESS) return cu_fail(ccoCudaError, r, "cuStreamIsCapturing");
+  *capturing = st != CCO_CU_STREAM_CAPTURE_STATUS_NONE;
+  return ccoSuccess;
+}
+
 static const cco_platform_ops cuda_platform_ops = {
     .name = "cuda",
     .granularity = cuda_granularity,
@@ -621,6 +746,12 @@ static const cco_platform_ops cuda_platform_ops = {
     .wait_value_async = cuda_wait_value_async,
     .peer_access = cuda_peer_access,
     .visible_gpus = cuda_visible_gpus,
+    .module_get = cuda_module_get,
+    .module_put = cuda_module_put,
+    .kernel_get = cuda_kernel_get,
+    .kernel_coresident = cuda_kernel_coresident,
+    .launch = cuda_launch,
+    .stream_capturing = cuda_stream_capturing,
 };
 
 /* ------------------------------------------------------------ open / close */

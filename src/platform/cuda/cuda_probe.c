@@ -87,6 +87,13 @@ static const cu_entry k_entries[] = {
              "cuMemRetainAllocationHandle", false),
     CU_ENTRY(memGetAllocationPropertiesFromHandle, "cuMemGetAllocationPropertiesFromHandle",
              "cuMemGetAllocationPropertiesFromHandle", false),
+    CU_ENTRY(moduleLoadData, "cuModuleLoadData", "cuModuleLoadData", false),
+    CU_ENTRY(moduleUnload, "cuModuleUnload", "cuModuleUnload", false),
+    CU_ENTRY(moduleGetFunction, "cuModuleGetFunction", "cuModuleGetFunction", false),
+    CU_ENTRY(launchKernel, "cuLaunchKernel", "cuLaunchKernel", false),
+    CU_ENTRY(occupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor", false),
+    CU_ENTRY(streamIsCapturing, "cuStreamIsCapturing", "cuStreamIsCapturing", false),
     CU_OPTIONAL(streamBatchMemOp, "cuStreamBatchMemOp", "cuStreamBatchMemOp_v2", CCO_CU_ABI_VERSION),
     CU_OPTIONAL(memcpyBatchAsync, "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2", 13000),
 };

@@ -297,6 +297,41 @@ static ccoResult_t host_visible_gpus(cco_platform* p, char busIds[][CCO_BUS_ID_B
   return ccoSuccess;
 }
 
+/* No kernels here: the callers run the device functions on CPU threads. */
+static ccoResult_t host_no_kernels(const char* op) {
+  return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_INIT,
+                   "host platform: %s: there are no GPU kernels on this platform", op);
+}
+
+static ccoResult_t host_module_get(cco_platform* p, const void* image, void** module) {
+  (void)p, (void)image, (void)module;
+  return host_no_kernels("module_get");
+}
+
+static void host_module_put(cco_platform* p, void* module) { (void)p, (void)module; }
+
+static ccoResult_t host_kernel_get(cco_platform* p, void* module, const char* name, void** kernel) {
+  (void)p, (void)module, (void)name, (void)kernel;
+  return host_no_kernels("kernel_get");
+}
+
+static ccoResult_t host_kernel_coresident(cco_platform* p, void* kernel, unsigned threads, int* blocks) {
+  (void)p, (void)kernel, (void)threads, (void)blocks;
+  return host_no_kernels("kernel_coresident");
+}
+
+static ccoResult_t host_launch(cco_platform* p, void* kernel, unsigned grid, unsigned threads, void* stream,
+                               void** params) {
+  (void)p, (void)kernel, (void)grid, (void)threads, (void)stream, (void)params;
+  return host_no_kernels("launch");
+}
+
+static ccoResult_t host_stream_capturing(cco_platform* p, void* stream, bool* capturing) {
+  (void)p, (void)stream;
+  *capturing = false;
+  return ccoSuccess;
+}
+
 static const cco_platform_ops host_platform_ops = {
     .name = "host",
     .granularity = host_granularity,
@@ -323,6 +358,12 @@ static const cco_platform_ops host_platform_ops = {
     .wait_value_async = host_wait_value_async,
     .peer_access = host_peer_access,
     .visible_gpus = host_visible_gpus,
+    .module_get = host_module_get,
+    .module_put = host_module_put,
+    .kernel_get = host_kernel_get,
+    .kernel_coresident = host_kernel_coresident,
+    .launch = host_launch,
+    .stream_capturing = host_stream_capturing,
 };
 
 ccoResult_t cco_platform_host_open(cco_platform* p) {
