@@ -135,6 +135,13 @@ void cco_mem_window_remove(cco_mem* m, cco_window_rec* w);
 ccoResult_t cco_mem_window_foreach(cco_mem* m, ccoResult_t (*fn)(void* arg, const cco_window_info* win),
                                    void* arg);
 cco_window_info cco_mem_window_info(const cco_window_rec* w);
+/* With the lock held: a published window holding [ptr, ptr + bytes) of
+ * this rank's memory, or NULL. *start is set when some window starts at or
+ * before ptr and covers it, even if the range runs past its end (so the
+ * caller can tell "outside every window" from "too long for its window"). */
+cco_window_rec* cco_mem_window_covering(cco_mem* m, const void* ptr, uint64_t bytes, cco_window_rec** start);
+/* Whether ptr lies in this rank's slot of the flat VA. */
+bool cco_mem_in_own_slot(const cco_mem* m, const void* ptr);
 /* The peer's address of localPtr, which must lie in a window. */
 ccoResult_t cco_mem_peer_ptr(cco_mem* m, const void* localPtr, int peerLsa, void** peerPtr);
 

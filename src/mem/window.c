@@ -323,6 +323,24 @@ ccoResult_t cco_mem_window_foreach(cco_mem* m, ccoResult_t (*fn)(void* arg, cons
   return res;
 }
 
+cco_window_rec* cco_mem_window_covering(cco_mem* m, const void* ptr, uint64_t bytes, cco_window_rec** start) {
+  const char* p = ptr;
+  *start = NULL;
+  for (cco_window_rec* w = m->windows; w; w = w->next) {
+    if (p < w->localPtr || (uint64_t)(p - w->localPtr) > w->desc.size) continue;
+    uint64_t off = (uint64_t)(p - w->localPtr);
+    if (off == w->desc.size && bytes) continue; /* one past the end holds only an empty range */
+    if (bytes <= w->desc.size - off) return w;
+    if (!*start) *start = w;
+  }
+  return NULL;
+}
+
+bool cco_mem_in_own_slot(const cco_mem* m, const void* ptr) {
+  const char* mine = cco_mem_slot_base(m, m->lsaRank);
+  return m->flatBase && (const char*)ptr >= mine && (size_t)((const char*)ptr - mine) < m->slotSize;
+}
+
 ccoResult_t cco_mem_peer_ptr(cco_mem* m, const void* localPtr, int peerLsa, void** peerPtr) {
   const char* mine = cco_mem_slot_base(m, m->lsaRank);
   const char* p = localPtr;
