@@ -14,8 +14,8 @@
   X(CCO_DEBUG, NULL, ENUM, "WARN", INIT, "NONE,WARN,INFO,TRACE",                            \
     "log level: NONE, WARN, INFO or TRACE")                                                 \
   X(CCO_DEBUG_SUBSYS, NULL, STR, "", INIT, NULL,                                            \
-    "comma list of subsystems to log (INIT,BOOT,MEM,LSA,SDMA,GDA,PROXY,NET,ENV,AFFINITY); " \
-    "a leading ^ logs all but those; empty logs all")                                       \
+    "comma list of subsystems to log (INIT,BOOT,MEM,LSA,SDMA,GDA,PROXY,NET,ENV,AFFINITY,"  \
+    "COLL); a leading ^ logs all but those; empty logs all")                                \
   X(CCO_DEBUG_FILE, NULL, STR, "", INIT, NULL,                                              \
     "write logs to this file instead of stderr; %h is replaced by the host name, %p by "    \
     "the pid")                                                                              \
@@ -77,6 +77,18 @@
   X(CCO_GDA_STAGING_BYTES, NULL, INT, "8388608", GDA, NULL,                                 \
     "staged GDA path: bytes of landing zone per source rank; the outgoing and reply areas " \
     "take twice that; chunks are a quarter of it, at most 1 MiB (every rank must use the "  \
-    "same value)")
+    "same value)")                                                                          \
+  X(CCO_ALGO, NULL, STR, "", COLL, NULL,                                                    \
+    "collectives' algorithm: empty or auto (chosen by size and LSA size), one name for "   \
+    "every collective (oneshot, ll, twoshot, push, pull), or a list such as "               \
+    "allreduce=ll,allgather=push; a collective without that algorithm fails (every rank "   \
+    "must use the same value)")                                                             \
+  X(CCO_COLL_PARTS, NULL, INT, "0", COLL, NULL,                                             \
+    "parts (GPU blocks, or CPU threads on the host platform) of every collective call; 0 "  \
+    "takes the platform default (16 on GPUs, 2 on the host), capped at the blocks' limit "  \
+    "and at what fits on the GPU (every rank must use the same value)")                     \
+  X(CCO_COLL_TIMEOUT, NULL, DOUBLE, "120", COLL, NULL,                                      \
+    "host platform: seconds a collective's CPU workers may run before the communicator "   \
+    "fails with ccoTimeout (ranks that called different collectives); 0 waits forever")
 
 #endif /* CCO_BASE_ENV_TABLE_H_ */

@@ -17,6 +17,7 @@ typedef enum {
   CCO_SUBSYS_NET = 1u << 7,
   CCO_SUBSYS_ENV = 1u << 8,
   CCO_SUBSYS_AFFINITY = 1u << 9,
+  CCO_SUBSYS_COLL = 1u << 10,
 } cco_log_subsys;
 
 bool cco_log_enabled(cco_log_level level, cco_log_subsys subsys);

@@ -374,6 +374,7 @@ ccoResult_t ccoCommGetAsyncError(ccoComm* comm, ccoResult_t* asyncError) {
   CCO_VALIDATE_COMM(comm);
   if (!asyncError)
     return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_INIT, "asyncError is NULL");
+  cco_coll_api_poll(comm); /* the collectives' kernels report in a word of their own */
   *asyncError = (ccoResult_t)atomic_load(&comm->asyncError);
   return ccoSuccess;
 }

@@ -118,4 +118,8 @@ const cco_devcomm_rec* cco_devcomm_using_window(ccoComm* comm, ccoWindow_t win);
 uint64_t cco_devcomm_id(const cco_devcomm_rec* d);
 void cco_devcomm_free_all(ccoComm* comm);
 
+/* The collectives (src/comm/coll_api.c): a failure their device blocks
+ * reported becomes the communicator's (ccoCommGetAsyncError asks first). */
+void cco_coll_api_poll(ccoComm* comm);
+
 #endif /* CCO_COMM_COMM_H_ */

@@ -1,10 +1,12 @@
 /*
  * The transport registry: every transport a communicator runs, in the
- * order they start. Teardown runs in reverse. A new transport is one
- * folder under src/transport/ and one line here.
+ * order they start, and the engines built on them (collectives). Teardown
+ * runs in reverse. A new transport is one folder under src/transport/ and
+ * one line here; a new engine one folder under src/ and one line here.
  */
 #include "base/error.h"
 #include "base/log.h"
+#include "coll/coll.h"
 #include "comm/comm.h"
 #include "transport/gda/gda.h"
 #include "transport/lsa/lsa.h"
@@ -14,6 +16,7 @@ static const cco_transport_ops* const registry[] = {
     &cco_lsa_transport_ops,  /* peers of this host: load/store */
     &cco_sdma_transport_ops, /* copy engines */
     &cco_gda_transport_ops,  /* any peer, over the network engine */
+    &cco_coll_transport_ops, /* the collectives' engine (src/coll): lives and dies with the others */
 };
 #define REGISTRY_SIZE (sizeof(registry) / sizeof(registry[0]))
 _Static_assert(REGISTRY_SIZE <= CCO_MAX_TRANSPORTS, "raise CCO_MAX_TRANSPORTS");

@@ -25,5 +25,7 @@ plant platform/platform.c '#include "mem/mem.h"'
 plant transport/sdma/sdma.c '#include "transport/gda/gda.h"'
 plant transport/net/net_ofi.c '#include "transport/transport.h"'
 plant boot/wire.c '#include "error.h"'
+plant transport/lsa/lsa.c '#include "coll/coll.h"'
+plant coll/coll_select.c '#include "comm/comm.h"'
 echo "test_layers: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

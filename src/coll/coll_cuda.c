@@ -1,0 +1,80 @@
+/*
+ * The CUDA platform's launches: the embedded fatbin (src/coll/kernels/)
+ * loaded through the platform once per CUDA context, one kernel per
+ * building block, launched with cuLaunchKernel on the caller's stream.
+ * Nothing here allocates or synchronizes per call, so calls can be
+ * captured in CUDA graphs.
+ */
+#include <string.h>
+
+#include "coll/coll_internal.h"
+
+/* The grid every rank can run at once. The blocks of a call wait at LSA
+ * barriers for the same block of every peer, so a grid that does not fit
+ * on the GPU at once hangs; ranks sharing this GPU (MPS) share its room
+ * (docs/device_api.md). */
+static ccoResult_t coresident_parts(cco_coll_engine* e, uint32_t* parts) {
+  cco_platform* p = e->ctx->platform;
+  const cco_topology* topo = e->ctx->topo;
+  int sharing = 0;
+  for (int i = 0; i < topo->lsaSize; i++) {
+    int w = topo->members[ccoTeamLsa][i];
+    sharing += strcmp(topo->devices[w].busId, p->identity.busId) == 0;
+  }
+  if (sharing < 1) sharing = 1;
+  int fit = -1;
+  for (int b = 0; b < CCO_COLL_BLOCKS; b++) {
+    int blocks = 0;
+    CCO_CHECK(p->ops->kernel_coresident(p, e->kernels[b], CCO_COLL_THREADS, &blocks));
+    if (fit < 0 || blocks < fit) fit = blocks;
+  }
+  fit /= sharing;
+  if (fit < 1)
+    return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_COLL,
+                     "rank %d: a collective's blocks of %d threads do not fit on gpu %s when %d ranks share it",
+                     e->ctx->rank, CCO_COLL_THREADS, p->identity.busId, sharing);
+  *parts = (uint32_t)fit;
+  return ccoSuccess;
+}
+
+ccoResult_t cco_coll_cuda_prepare(cco_coll_engine* e, uint32_t wanted, uint32_t* nParts) {
+  cco_platform* p = e->ctx->platform;
+  if (cco_coll_fatbin_size == 0)
+    return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_COLL,
+                     "rank %d: this libcco was built without nvcc, so it holds no GPU kernels for the "
+                     "collectives; rebuild it where nvcc is installed (the host platform, "
+                     "CCO_PLATFORM=host, runs them on CPU threads)",
+                     e->ctx->rank);
+  if (!e->module) {
+    CCO_CHECK(p->ops->module_get(p, cco_coll_fatbin, &e->module));
+    for (int b = 0; b < CCO_COLL_BLOCKS; b++) {
+      ccoResult_t res = p->ops->kernel_get(p, e->module, cco_coll_block_at(b)->kernel, &e->kernels[b]);
+      if (res != ccoSuccess) {
+        cco_coll_cuda_release(e);
+        return res;
+      }
+    }
+  }
+  uint32_t fit = 0;
+  CCO_CHECK(coresident_parts(e, &fit));
+  *nParts = wanted < fit ? wanted : fit;
+  return ccoSuccess;
+}
+
+ccoResult_t cco_coll_cuda_launch(cco_coll_engine* e, int block, const ccoCollArgs* a, void* stream) {
+  cco_platform* p = e->ctx->platform;
+  /* cuLaunchKernel copies the parameters before it returns, so these may
+   * live on this stack (and a graph capture keeps its own copy). */
+  const ccoDevComm* dc = e->s.dcDev;
+  ccoCollArgs args = *a;
+  cco_coll_status* status = (cco_coll_status*)(uintptr_t)e->statusDev;
+  void* params[3] = {&dc, &args, &status};
+  return p->ops->launch(p, e->kernels[block], e->s.nParts, CCO_COLL_THREADS, stream, params);
+}
+
+void cco_coll_cuda_release(cco_coll_engine* e) {
+  cco_platform* p = e->ctx->platform;
+  if (e->module) p->ops->module_put(p, e->module);
+  e->module = NULL;
+  for (int b = 0; b < CCO_COLL_BLOCKS; b++) e->kernels[b] = NULL;
+}

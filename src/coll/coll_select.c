@@ -1,0 +1,211 @@
+/*
+ * Which algorithm a collective call uses, how many parts it runs in, and
+ * the call signature. Pure functions of their arguments: every rank
+ * computes the same from the same call, and the unit test checks them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cco/cco_coll.h"
+#include "coll/coll.h"
+
+/* All-reduce on one host. Start values, to be tuned on the H200
+ * (bench/RESULTS.md keeps the figures once measured):
+ *
+ * - LL up to 16 KiB: data and flag travel in one 8-byte store, so there is
+ *   no barrier round trip (about 1.6 us per LSA barrier between two GPUs)
+ *   but half of every store is flag. NCCL's tuning on NVLink keeps its LL
+ *   protocol to small messages of this order, and the one-shot kernel
+ *   measured here costs 5.7-6.3 us from 1 to 16 KiB, mostly its two
+ *   barriers.
+ * - one-shot while every rank's reads, (lsaSize - 1) x bytes, stay within
+ *   2 MiB: 1 MiB at 2 ranks, about 680 KiB at 4 and 300 KiB at 8. The
+ *   one-shot kernel was still 0.66x NCCL at 1 MiB on 2 GPUs, and the custom
+ *   all-reduces of vLLM and TensorRT-LLM switch from one-shot to two-shot at
+ *   256-512 KiB on 8 GPUs.
+ * - two-shot beyond: each rank reads and writes about 2 x bytes whatever
+ *   the rank count. */
+#define CCO_COLL_LL_THRESHOLD_BYTES (16u << 10)
+#define CCO_COLL_ONESHOT_READ_BYTES (2u << 20)
+
+/* Parts per call. Every call of a communicator uses the same count, for
+ * every algorithm and size, for two reasons: a part's scratch area and
+ * barrier keep state from one call to the next (LL epochs), and ranks that
+ * disagree on a call (mismatched counts) must still meet at the same
+ * barriers for the signature check to report it instead of hanging.
+ * - host platform: 2 CPU threads, so a rank's parts run in parallel and
+ *   every block function is exercised with several parts, without
+ *   crowding the 2-core CI machines (8 ranks are 16 threads already);
+ * - CUDA: 16 blocks of CCO_COLL_THREADS threads, enough loads in flight to
+ *   reach NVLink bandwidth (the one-shot figures above needed 2 KiB per
+ *   block and up to 128 blocks; 16 is a conservative start), then capped
+ *   by CCO_COLL_MAX_PARTS and by what fits on the GPU at once. */
+#define CCO_COLL_HOST_PARTS 2u
+#define CCO_COLL_CUDA_PARTS 16u
+
+static const char* const k_kind_names[CCO_COLL_KINDS] = {"allreduce", "allgather", "reducescatter",
+                                                          "alltoall", "broadcast"};
+static const char* const k_api_names[CCO_COLL_KINDS] = {"ccoAllReduce", "ccoAllGather", "ccoReduceScatter",
+                                                         "ccoAlltoAll", "ccoBroadcast"};
+static const char* const k_algo_names[ccoNumAlgos] = {"auto", "oneshot", "ll", "twoshot", "push", "pull", "hier"};
+
+/* The algorithms of each collective on one host (hier, for several hosts,
+ * is not built yet). The other collectives have one device block each,
+ * named after the way it moves data (cco_coll_types.h): all-gather and
+ * all-to-all push every rank's blocks to its peers, reduce-scatter and
+ * broadcast pull from them. */
+static const ccoAlgo_t k_algos[CCO_COLL_KINDS][4] = {
+    [CCO_COLL_ALLREDUCE] = {ccoAlgoOneShot, ccoAlgoLL, ccoAlgoTwoShot, ccoAlgoAuto},
+    [CCO_COLL_ALLGATHER] = {ccoAlgoPush, ccoAlgoAuto},
+    [CCO_COLL_REDUCESCATTER] = {ccoAlgoPull, ccoAlgoAuto},
+    [CCO_COLL_ALLTOALL] = {ccoAlgoPush, ccoAlgoAuto},
+    [CCO_COLL_BROADCAST] = {ccoAlgoPull, ccoAlgoAuto},
+};
+
+const char* cco_coll_kind_name(cco_coll_kind kind) {
+  return (unsigned)kind < CCO_COLL_KINDS ? k_kind_names[kind] : "?";
+}
+
+const char* cco_coll_api_name(cco_coll_kind kind) {
+  return (unsigned)kind < CCO_COLL_KINDS ? k_api_names[kind] : "?";
+}
+
+int cco_coll_kind_from_name(const char* name) {
+  for (int k = 0; name && k < CCO_COLL_KINDS; k++)
+    if (strcmp(name, k_kind_names[k]) == 0) return k;
+  return -1;
+}
+
+const char* cco_coll_algo_name(ccoAlgo_t algo) {
+  return (unsigned)algo < ccoNumAlgos ? k_algo_names[algo] : "?";
+}
+
+static int algo_from_name(const char* name, size_t len) {
+  for (int a = 0; a < ccoNumAlgos; a++)
+    if (strlen(k_algo_names[a]) == len && strncmp(name, k_algo_names[a], len) == 0) return a;
+  return -1;
+}
+
+bool cco_coll_has_algo(cco_coll_kind kind, ccoAlgo_t algo) {
+  if ((unsigned)kind >= CCO_COLL_KINDS || algo == ccoAlgoAuto) return false;
+  for (int i = 0; i < 4 && k_algos[kind][i] != ccoAlgoAuto; i++)
+    if (k_algos[kind][i] == algo) return true;
+  return false;
+}
+
+const char* cco_coll_algo_list(cco_coll_kind kind) {
+  switch (kind) {
+    case CCO_COLL_ALLREDUCE: return "oneshot, ll, twoshot";
+    case CCO_COLL_REDUCESCATTER:
+    case CCO_COLL_BROADCAST: return "pull";
+    default: return "push";
+  }
+}
+
+ccoResult_t cco_coll_config_parse(const char* text, cco_coll_config* cfg, char* why, size_t whySize) {
+  cco_coll_config c;
+  for (int k = 0; k < CCO_COLL_KINDS; k++) c.forced[k] = ccoAlgoAuto;
+  const char* p = text ? text : "";
+  while (*p) {
+    const char* end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    const char* eq = memchr(p, '=', len);
+    int kind = -1;
+    const char* name = p;
+    size_t nameLen = len;
+    if (eq) {
+      char kindName[32];
+      size_t kl = (size_t)(eq - p);
+      if (kl >= sizeof(kindName)) kl = sizeof(kindName) - 1;
+      memcpy(kindName, p, kl);
+      kindName[kl] = '\0';
+      kind = cco_coll_kind_from_name(kindName);
+      if (kind < 0) {
+        snprintf(why, whySize, "CCO_ALGO=%s: '%s' is not a collective (allreduce, allgather, "
+                 "reducescatter, alltoall, broadcast)", text, kindName);
+        return ccoInvalidUsage;
+      }
+      name = eq + 1;
+      nameLen = len - kl - 1;
+    }
+    int algo = algo_from_name(name, nameLen);
+    if (algo < 0) {
+      snprintf(why, whySize, "CCO_ALGO=%s: '%.*s' is not an algorithm (auto, oneshot, ll, twoshot, push, "
+               "pull, hier)", text, (int)nameLen, name);
+      return ccoInvalidUsage;
+    }
+    for (int k = 0; k < CCO_COLL_KINDS; k++)
+      if (kind < 0 || k == kind) c.forced[k] = (ccoAlgo_t)algo;
+    p = end ? end + 1 : p + len;
+  }
+  *cfg = c;
+  return ccoSuccess;
+}
+
+static ccoAlgo_t auto_algo(cco_coll_kind kind, size_t bytes, int lsaSize) {
+  if (kind != CCO_COLL_ALLREDUCE) return k_algos[kind][0];
+  if (bytes <= CCO_COLL_LL_THRESHOLD_BYTES && bytes <= CCO_COLL_LL_MAX_BYTES && lsaSize > 1) return ccoAlgoLL;
+  if (lsaSize <= 1 || (uint64_t)bytes * (uint64_t)(lsaSize - 1) <= CCO_COLL_ONESHOT_READ_BYTES)
+    return ccoAlgoOneShot;
+  return ccoAlgoTwoShot;
+}
+
+ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size_t bytes, int lsaSize,
+                            int nNodes, ccoAlgo_t* algo, char* why, size_t whySize) {
+  if (nNodes > 1) {
+    snprintf(why, whySize, "%s over %d hosts: collectives across hosts (the hierarchical algorithm, LSA "
+             "inside each host and GDA between hosts) are not implemented yet; only one host is supported",
+             cco_coll_api_name(kind), nNodes);
+    return ccoUnsupported;
+  }
+  ccoAlgo_t forced = cfg ? cfg->forced[kind] : ccoAlgoAuto;
+  if (forced == ccoAlgoAuto) {
+    *algo = auto_algo(kind, bytes, lsaSize);
+    return ccoSuccess;
+  }
+  if (!cco_coll_has_algo(kind, forced)) {
+    snprintf(why, whySize, "CCO_ALGO forces %s, which %s does not have (it has: %s)", cco_coll_algo_name(forced),
+             cco_coll_api_name(kind), cco_coll_algo_list(kind));
+    return ccoInvalidUsage;
+  }
+  if (forced == ccoAlgoLL && bytes > CCO_COLL_LL_MAX_BYTES) {
+    snprintf(why, whySize, "CCO_ALGO forces ll, whose largest all-reduce is %u bytes; this one has %zu",
+             (unsigned)CCO_COLL_LL_MAX_BYTES, bytes);
+    return ccoInvalidUsage;
+  }
+  *algo = forced;
+  return ccoSuccess;
+}
+
+uint32_t cco_coll_default_parts(cco_platform_kind platform, int64_t envParts) {
+  uint64_t parts = envParts > 0 ? (uint64_t)envParts
+                   : platform == CCO_PLATFORM_CUDA ? CCO_COLL_CUDA_PARTS
+                                                   : CCO_COLL_HOST_PARTS;
+  return parts > CCO_COLL_MAX_PARTS ? CCO_COLL_MAX_PARTS : (uint32_t)parts;
+}
+
+/* FNV-1a over the fields, 64-bit. */
+static uint64_t mix(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; i++) {
+    h ^= (v >> (8 * i)) & 0xffu;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+uint64_t cco_coll_signature(cco_coll_kind kind, ccoAlgo_t algo, uint32_t nParts, const ccoCollArgs* a,
+                            uint64_t sendSlotOff, uint64_t recvSlotOff) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = mix(h, (uint64_t)kind);
+  h = mix(h, (uint64_t)algo);
+  h = mix(h, nParts);
+  h = mix(h, a->count);
+  h = mix(h, a->dtype);
+  h = mix(h, a->op);
+  h = mix(h, (uint64_t)(int64_t)a->root);
+  /* Where the buffers are in the slots: the same on every rank when the
+   * windows line up, different when a rank passed other offsets. */
+  h = mix(h, sendSlotOff);
+  h = mix(h, recvSlotOff);
+  return h && h != CCO_COLL_SIGNATURE_REFUSED ? h : h + 2;
+}

@@ -1,0 +1,35 @@
+/*
+ * The collectives' kernels: one per building block of cco/cco_coll.h,
+ * compiled by nvcc at build time into a fatbin that libcco embeds
+ * (CMakeLists.txt) and loads with cuModuleLoadData (src/coll/coll_cuda.c).
+ * Block b of the grid runs part b of gridDim.x; the first block that fails
+ * reports its status once into the communicator's status word, which the
+ * host reads at the next call and in ccoCommGetAsyncError.
+ *
+ * Kernel parameters (coll_kernels.h): the device communicator in device
+ * memory (its copy from ccoDevCommCopyToDevice), the call's arguments by
+ * value, and the status word in mapped host memory.
+ */
+#include "cco/cco_coll.h"
+#include "coll/kernels/coll_kernels.h"
+
+/* Once per communicator: the first failing block of the first failing
+ * call wins; the others leave the word as it is. */
+static __device__ __forceinline__ void report(cco_coll_status* status, ccoDevStatus_t st, uint32_t kind,
+                                              uint32_t algo) {
+  if (st == ccoDevSuccess || threadIdx.x != 0) return;
+  if (atomicCAS(&status->status, 0u, (uint32_t)st) != 0u) return;
+  status->kind = kind;
+  status->algo = algo;
+  status->part = blockIdx.x;
+  __threadfence_system();
+  atomicExch(&status->ready, 1u);
+}
+
+#define CCO_COLL_KERNEL_(name, block, kind, algo)                                                      \
+  extern "C" __global__ void __launch_bounds__(CCO_COLL_THREADS)                                     \
+      name(const ccoDevComm* dc, ccoCollArgs args, cco_coll_status* status) {                        \
+    ccoDevStatus_t st = block(dc, &args, blockIdx.x, gridDim.x);                                     \
+    report(status, st, (uint32_t)(kind), (uint32_t)(algo));                                          \
+  }
+CCO_COLL_KERNEL_NAMES(CCO_COLL_KERNEL_)
