@@ -1,0 +1,137 @@
+/* The collectives' choices (src/coll/coll_select.c): CCO_ALGO's grammar,
+ * the algorithm by size and LSA size, parts per call, the call signature. */
+#include <string.h>
+
+#include "coll/coll.h"
+#include "test.h"
+
+static ccoAlgo_t pick(const cco_coll_config* cfg, cco_coll_kind kind, size_t bytes, int lsaSize) {
+  ccoAlgo_t a = ccoNumAlgos;
+  char why[320];
+  if (cco_coll_select(cfg, kind, bytes, lsaSize, 1, &a, why, sizeof(why)) != ccoSuccess) return ccoNumAlgos;
+  return a;
+}
+
+TEST(config_grammar) {
+  cco_coll_config c;
+  char why[320];
+  CHECK_EQ(cco_coll_config_parse("", &c, why, sizeof(why)), ccoSuccess);
+  for (int k = 0; k < CCO_COLL_KINDS; k++) CHECK_EQ(c.forced[k], ccoAlgoAuto);
+  CHECK_EQ(cco_coll_config_parse("auto", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(c.forced[CCO_COLL_ALLREDUCE], ccoAlgoAuto);
+  CHECK_EQ(cco_coll_config_parse("ll", &c, why, sizeof(why)), ccoSuccess);
+  for (int k = 0; k < CCO_COLL_KINDS; k++) CHECK_EQ(c.forced[k], ccoAlgoLL);
+  CHECK_EQ(cco_coll_config_parse("allreduce=twoshot,allgather=push", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(c.forced[CCO_COLL_ALLREDUCE], ccoAlgoTwoShot);
+  CHECK_EQ(c.forced[CCO_COLL_ALLGATHER], ccoAlgoPush);
+  CHECK_EQ(c.forced[CCO_COLL_BROADCAST], ccoAlgoAuto);
+  /* A later item overrides an earlier one. */
+  CHECK_EQ(cco_coll_config_parse("pull,broadcast=auto", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(c.forced[CCO_COLL_REDUCESCATTER], ccoAlgoPull);
+  CHECK_EQ(c.forced[CCO_COLL_BROADCAST], ccoAlgoAuto);
+  /* Refused, naming the bad word; the output stays untouched. */
+  c.forced[0] = ccoAlgoHier;
+  CHECK_EQ(cco_coll_config_parse("fast", &c, why, sizeof(why)), ccoInvalidUsage);
+  CHECK(strstr(why, "'fast'") != NULL);
+  CHECK_EQ(c.forced[0], ccoAlgoHier);
+  CHECK_EQ(cco_coll_config_parse("allshuffle=ll", &c, why, sizeof(why)), ccoInvalidUsage);
+  CHECK(strstr(why, "'allshuffle'") != NULL);
+  CHECK_EQ(cco_coll_config_parse("allreduce=", &c, why, sizeof(why)), ccoInvalidUsage);
+  CHECK_EQ(cco_coll_config_parse("ll,", &c, why, sizeof(why)), ccoSuccess);
+}
+
+TEST(names) {
+  CHECK_STR(cco_coll_kind_name(CCO_COLL_REDUCESCATTER), "reducescatter");
+  CHECK_STR(cco_coll_api_name(CCO_COLL_ALLTOALL), "ccoAlltoAll");
+  CHECK_EQ(cco_coll_kind_from_name("broadcast"), CCO_COLL_BROADCAST);
+  CHECK_EQ(cco_coll_kind_from_name("Broadcast"), -1);
+  CHECK_EQ(cco_coll_kind_from_name(NULL), -1);
+  CHECK_STR(cco_coll_algo_name(ccoAlgoTwoShot), "twoshot");
+  CHECK_STR(cco_coll_algo_name((ccoAlgo_t)99), "?");
+  CHECK(cco_coll_has_algo(CCO_COLL_ALLREDUCE, ccoAlgoLL));
+  CHECK(!cco_coll_has_algo(CCO_COLL_ALLGATHER, ccoAlgoLL));
+  CHECK(!cco_coll_has_algo(CCO_COLL_ALLREDUCE, ccoAlgoAuto));
+  /* Every collective has a building block for each of its algorithms. */
+  for (int k = 0; k < CCO_COLL_KINDS; k++)
+    for (int a = 1; a < ccoNumAlgos; a++)
+      CHECK_EQ(cco_coll_has_algo((cco_coll_kind)k, (ccoAlgo_t)a), cco_coll_block_index((cco_coll_kind)k, (ccoAlgo_t)a) >= 0);
+}
+
+TEST(automatic_choice) {
+  /* All-reduce: LL when small, one-shot while (lsaSize - 1) x bytes <= 2 MiB, then two-shot. */
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 8, 2), ccoAlgoLL);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 16 << 10, 8), ccoAlgoLL);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, (16 << 10) + 4, 8), ccoAlgoOneShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 2 << 20, 2), ccoAlgoOneShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, (2 << 20) + 4, 2), ccoAlgoTwoShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 256 << 10, 8), ccoAlgoOneShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 400 << 10, 8), ccoAlgoTwoShot);
+  /* One rank: nothing to exchange; one-shot (a copy) at any size. */
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 8, 1), ccoAlgoOneShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 1 << 30, 1), ccoAlgoOneShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLGATHER, 1 << 20, 4), ccoAlgoPush);
+  CHECK_EQ(pick(NULL, CCO_COLL_REDUCESCATTER, 1 << 20, 4), ccoAlgoPull);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLTOALL, 1 << 20, 4), ccoAlgoPush);
+  CHECK_EQ(pick(NULL, CCO_COLL_BROADCAST, 1 << 20, 4), ccoAlgoPull);
+}
+
+TEST(forced_and_refused) {
+  cco_coll_config c;
+  char why[320];
+  ccoAlgo_t a = ccoAlgoAuto;
+  CHECK_EQ(cco_coll_config_parse("allreduce=twoshot", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLREDUCE, 8, 4), ccoAlgoTwoShot);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLGATHER, 8, 4), ccoAlgoPush);
+  CHECK_EQ(cco_coll_config_parse("ll", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(cco_coll_select(&c, CCO_COLL_ALLGATHER, 8, 4, 1, &a, why, sizeof(why)), ccoInvalidUsage);
+  CHECK(strstr(why, "ccoAllGather does not have") != NULL && strstr(why, "push") != NULL);
+  CHECK_EQ(a, ccoAlgoAuto); /* untouched on failure */
+  CHECK_EQ(cco_coll_select(&c, CCO_COLL_ALLREDUCE, 1 << 30, 4, 1, &a, why, sizeof(why)), ccoInvalidUsage);
+  CHECK(strstr(why, "largest") != NULL);
+  CHECK_EQ(cco_coll_select(NULL, CCO_COLL_ALLREDUCE, 8, 4, 2, &a, why, sizeof(why)), ccoUnsupported);
+  CHECK(strstr(why, "hosts") != NULL);
+}
+
+TEST(parts) {
+  CHECK_EQ(cco_coll_default_parts(CCO_PLATFORM_HOST, 0), 2u);
+  CHECK_EQ(cco_coll_default_parts(CCO_PLATFORM_CUDA, 0), 16u);
+  CHECK_EQ(cco_coll_default_parts(CCO_PLATFORM_CUDA, 3), 3u);
+  CHECK(cco_coll_default_parts(CCO_PLATFORM_CUDA, 1 << 20) <= 4096u);
+  CHECK(cco_coll_default_parts(CCO_PLATFORM_HOST, -5) == 2u);
+}
+
+TEST(signature) {
+  ccoCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.count = 1000;
+  a.dtype = ccoFloat32;
+  uint64_t base = cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &a, 4096, 8192);
+  CHECK(base != 0 && base != CCO_COLL_SIGNATURE_REFUSED);
+  CHECK_EQ(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &a, 4096, 8192), base);
+  /* Everything the ranks must agree on changes it... */
+  CHECK(cco_coll_signature(CCO_COLL_REDUCESCATTER, ccoAlgoOneShot, 16, &a, 4096, 8192) != base);
+  CHECK(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoLL, 16, &a, 4096, 8192) != base);
+  CHECK(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 8, &a, 4096, 8192) != base);
+  CHECK(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &a, 4100, 8192) != base);
+  CHECK(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &a, 4096, 8196) != base);
+  ccoCollArgs b = a;
+  b.count = 1001;
+  CHECK(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &b, 4096, 8192) != base);
+  b = a;
+  b.dtype = ccoBfloat16;
+  CHECK(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &b, 4096, 8192) != base);
+  b = a;
+  b.op = ccoMax;
+  CHECK(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &b, 4096, 8192) != base);
+  b = a;
+  b.root = 1;
+  CHECK(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &b, 4096, 8192) != base);
+  /* ...but not what differs between ranks by design (window handles are
+   * per-rank pointers; the slot offsets stand for them). */
+  b = a;
+  b.sendWin = (ccoWindow_t)(uintptr_t)0x1000;
+  b.scratchOff = 64;
+  CHECK_EQ(cco_coll_signature(CCO_COLL_ALLREDUCE, ccoAlgoOneShot, 16, &b, 4096, 8192), base);
+}
+
+int main(void) { return RUN_TESTS(); }
