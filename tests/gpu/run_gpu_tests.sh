@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU tests for the GPU machine (one H200): the platform smoke test, then the
-# window tests with 1 and 4 ranks, the LSA tests with 2, 4 and 8 ranks and the
+# window tests with 1 and 4 ranks, the LSA tests with 2, 4 and 8 ranks, the
+# collectives with 2, 4 and 8 ranks (and each all-reduce algorithm forced), the
 # SDMA tests with 2 and 4 ranks and the GDA tests with 2 and 4 ranks on two
 # virtual hosts under MPS, a rank killed while the others wait in device
 # barriers (the liveness monitor), then the examples and torch backend "CCO"
@@ -38,6 +39,14 @@ run "SDMA off (CCO_ENABLE_SDMA=0), 2 ranks under MPS" "$bin/ccorun" -t 120 -n 2 
 for n in 2 4; do
   run "GDA device API through the staged path (scopes, thread and doorbell modes, get, put-value, counters, \
 flushAsync, barrier, statuses, 64 MiB), $n ranks on two virtual hosts under MPS" "$bin/ccorun" -t 300 -n "$n" --virtual-hosts 2 -p "$bin/gpu_gda"
+done
+for n in 2 4 8; do
+  run "collectives (every call x type x operator x size, CUDA graphs replayed 1,000 times, errors, \
+mismatched ranks), $n ranks under MPS" "$bin/ccorun" -t 600 -n "$n" "$bin/test_coll_gpu"
+done
+for algo in allreduce=oneshot allreduce=ll allreduce=twoshot; do
+  run "collectives with CCO_ALGO=$algo, 4 ranks under MPS" \
+    "$bin/ccorun" -t 600 -n 4 -x CCO_ALGO="$algo" "$bin/test_coll_gpu" --quick --replays 200
 done
 # The victim runs under a launcher of its own, so that its death does not
 # stop the survivors' launcher; both share the job's id through a file.
