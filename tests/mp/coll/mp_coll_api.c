@@ -18,7 +18,10 @@
  *             call and ccoCommGetAsyncError name the failure;
  *   mismatch-algo  counts that choose different algorithms on different
  *             ranks: every rank fails within CCO_COLL_TIMEOUT (run it with a
- *             short one).
+ *             short one);
+ *   missing-rank  one rank never makes the call: the others fail with
+ *             ccoTimeout after CCO_COLL_TIMEOUT, and the missing one learns
+ *             of it.
  * --big adds 64 MiB all-reduces. Each phase that breaks a communicator
  * uses a communicator of its own, made through the main one.
  */
@@ -484,6 +487,37 @@ static void phase_mismatch_algo(void) {
   if (comm) OK(NULL, ccoCommDestroy(comm));
 }
 
+/* One rank never makes the call: the others fail with ccoTimeout after
+ * CCO_COLL_TIMEOUT, and the failure reaches the missing rank too. */
+static void phase_missing_rank(void) {
+  ccoComm* comm = new_comm();
+  bufs b;
+  if (comm && make_bufs(comm, 1 << 20, &b)) {
+    coll_case c = {AR, ccoFloat32, ccoSum, 0, 0, 1000, 5};
+    OK(comm, run_case(&b, &c)); /* the state is made together */
+    double t0 = mp_now();
+    if (g_rank == g_size - 1) {
+      ccoResult_t async = ccoSuccess;
+      while (async == ccoSuccess && mp_now() - t0 < 30) {
+        mp_sleep(0.05);
+        OK(comm, ccoCommGetAsyncError(comm, &async));
+      }
+      MP_CHECK(async != ccoSuccess, "rank %d: the missing rank was not told of the others' timeout", g_rank);
+    } else {
+      ccoResult_t res = ccoAllReduce(comm, b.send, b.recv, 1000, ccoFloat32, ccoSum, NULL);
+      /* ccoTimeout, or ccoRemoteError when another waiting rank timed out
+       * first and told this one; the message names the timeout either way. */
+      MP_CHECK((res == ccoTimeout || res == ccoRemoteError) && strstr(ccoGetLastError(comm), "CCO_COLL_TIMEOUT"),
+               "rank %d: a call whose peer never came: %d '%s'", g_rank, res, ccoGetLastError(comm));
+      if (g_rank == 0) printf("missing-rank: the call failed after %.2f s\n", mp_now() - t0);
+    }
+    ccoResult_t next = ccoAllReduce(comm, b.send, b.recv, 16, ccoFloat32, ccoSum, NULL);
+    MP_CHECK(next != ccoSuccess && strstr(ccoGetLastError(comm), "failed earlier"), "rank %d: next call: %d '%s'",
+             g_rank, next, ccoGetLastError(comm));
+  }
+  if (comm) OK(NULL, ccoCommDestroy(comm));
+}
+
 static int has_phase(const char* list, const char* name) {
   size_t n = strlen(name);
   for (const char* p = list; (p = strstr(p, name)) != NULL; p += n)
@@ -517,6 +551,7 @@ int main(int argc, char** argv) {
   if (has_phase(phases, "destroy")) phase_destroy();
   if (has_phase(phases, "mismatch")) phase_mismatch();
   if (has_phase(phases, "mismatch-algo")) phase_mismatch_algo();
+  if (has_phase(phases, "missing-rank")) phase_missing_rank();
   OK(g_comm, ccoCommDestroy(g_comm));
   if (g_rank == 0) printf("mp_coll_api: %d ranks, %.1f s\n", g_size, mp_now() - t0);
   return mp_finish("mp_coll_api");
