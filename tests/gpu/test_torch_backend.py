@@ -348,6 +348,37 @@ def check_pool_symmetry(job: Job) -> None:
         pool.release()
 
 
+def check_any_order(job: Job) -> None:
+    """Tensors made in a different order on each rank (so at different offsets
+    of their segments): torch's pointers still reach the right tensor on
+    every peer, and window_of, which needs one offset on all ranks, refuses
+    with a message instead of giving a wrong window."""
+    sizes = [(4 << 10) * (k + 1) for k in range(4)]
+    # NVSHMEM's allocation is collective (same sizes, same order): one order there.
+    order = sizes if job.rank % 2 == 0 or job.backend != "CCO" else sizes[::-1]
+    made = {n: new_tensor(job, n, torch.int32) for n in order}
+    for n in sizes:  # rendezvous in one order everywhere, as torch requires
+        t = made[n]
+        t.fill_(job.rank * 100 + n // 4096)
+        hdl = symm_mem.rendezvous(t, job.group)
+        hdl.barrier(channel=0, timeout_ms=10000)
+        for p in range(job.world):
+            got = hdl.get_buffer(p, (t.numel(),), torch.int32)
+            assert bool((got == p * 100 + n // 4096).all()), f"rank {p}'s tensor of {n} bytes"
+        hdl.barrier(channel=0, timeout_ms=10000)
+    if job.backend == "CCO" and job.world > 1:
+        import cco.torch
+
+        first = made[sizes[0]]
+        try:
+            cco.torch.window_of(first, job.group)
+            raised = ""
+        except RuntimeError as exc:
+            raised = str(exc)
+        assert "different offsets" in raised, f"window_of did not refuse: {raised!r}"
+    torch.cuda.synchronize()
+
+
 def run_checks(job: Job) -> None:
     job.check("allocation, rendezvous, peers' buffers", lambda: check_alloc_and_peers(job))
     job.check("signal pads", lambda: check_signal_pads(job))
@@ -358,6 +389,7 @@ def run_checks(job: Job) -> None:
     job.check("fused_matmul_reduce_scatter", lambda: check_fused_matmul_reduce_scatter(job))
     job.check("multicast ops refuse", lambda: check_multicast_refused(job))
     job.check("100 alloc/rendezvous/free cycles, memory back to baseline", lambda: check_cycles(job))
+    job.check("tensors made in a different order on each rank", lambda: check_any_order(job))
     if job.backend == "CCO":
         job.check("window_of: LSA kernel and SDMA on the tensor", lambda: check_cco_window(job))
         job.check("SymmetricMemPool reports lost symmetry on every rank", lambda: check_pool_symmetry(job))

@@ -101,7 +101,8 @@ class CcoSymmetricMemory : public SymmetricMemory {
 
 // ------------------------------------------------------------ the allocator
 
-CcoAllocator::CcoAllocator(size_t slot_bytes) : slot_bytes_(slot_bytes) {}
+CcoAllocator::CcoAllocator(size_t slot_bytes, size_t segment_bytes)
+    : slot_bytes_(slot_bytes), heap_config_{slot_bytes, segment_bytes} {}
 
 CcoAllocator::~CcoAllocator() {
   // Only torch's registry, destroyed at process exit, drops the last
@@ -114,7 +115,7 @@ void* CcoAllocator::alloc(size_t size, int device_idx,
   TORCH_CHECK(!closed_, "CCO symmetric memory: the backend was shut down (interpreter exit)");
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_idx));
   int device = guard.current_device().index();
-  auto alloc = allocate(size, c10d::symmetric_memory::get_signal_pad_size(), device, slot_bytes_,
+  auto alloc = allocate(size, c10d::symmetric_memory::get_signal_pad_size(), device, heap_config_,
                         at::cuda::getCurrentCUDAStream(device).stream());
   auto block = std::make_shared<Block>();
   block->alloc = alloc;
@@ -213,13 +214,21 @@ TensorWindow CcoAllocator::window_of(const void* ptr, const std::optional<std::s
   auto view = peer_view(block, group, false);
   std::lock_guard<std::mutex> lock(view->group->lock);
   TORCH_CHECK(view->group->comm, "CCO symmetric memory: the backend was shut down");
+  TORCH_CHECK(view->window, "CCO symmetric memory: the tensor at ", ptr,
+              " lies at different offsets of its segments on the ranks of group '",
+              view->group->name,
+              "' (the ranks made and freed tensors in different orders), so it has no window "
+              "offset common to all ranks for cco's kernels; torch's ops and the buffer pointers "
+              "work. Make the tensors in the same order on every rank, or give large tensors "
+              "their own allocation (larger than CCO_TORCH_SEGMENT_SIZE / 4, or "
+              "CCO_TORCH_SEGMENT_SIZE=0)");
   return {reinterpret_cast<uintptr_t>(view->group->comm),
           reinterpret_cast<uintptr_t>(view->window),
           reinterpret_cast<uintptr_t>(view->local),
-          view->alloc->used_bytes(),
-          offset,
+          view->window_bytes,
+          view->window_offset + offset,
           view->alloc->buffer_bytes,
-          view->alloc->pad_offset,
+          view->window_offset + view->alloc->pad_offset,
           view->group->name};
 }
 

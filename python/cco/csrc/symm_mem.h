@@ -33,7 +33,7 @@ struct TensorWindow {
 
 class CcoAllocator : public c10d::symmetric_memory::SymmetricMemoryAllocator {
  public:
-  explicit CcoAllocator(size_t slot_bytes);
+  CcoAllocator(size_t slot_bytes, size_t segment_bytes);
   ~CcoAllocator() override;
 
   void* alloc(size_t size, int device_idx, const std::optional<std::string>& group_name) override;
@@ -60,6 +60,7 @@ class CcoAllocator : public c10d::symmetric_memory::SymmetricMemoryAllocator {
                                       const std::optional<std::string>& group_name, bool create);
 
   const size_t slot_bytes_;
+  const HeapConfig heap_config_;
   std::atomic<bool> closed_{false};
   std::shared_mutex blocks_lock_;
   std::map<uintptr_t, std::shared_ptr<Block>> blocks_;  // by base address
