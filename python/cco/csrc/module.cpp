@@ -55,10 +55,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       [](uintptr_t ptr, std::optional<std::string> group) {
         TensorWindow w = registered().window_of(reinterpret_cast<void*>(ptr), group);
         return py::make_tuple(w.comm, w.window, w.local_ptr, w.window_bytes, w.offset,
-                              w.buffer_bytes, w.pad_offset, w.group);
+                              w.buffer_bytes, w.pad_offset, w.group, w.error);
       },
       py::arg("ptr"), py::arg("group") = py::none(),
-      "(comm, window, local_ptr, window_bytes, offset, buffer_bytes, pad_offset, group) of the "
-      "tensor at ptr, after its rendezvous over group.");
+      "(comm, window, local_ptr, window_bytes, offset, buffer_bytes, pad_offset, group, error) of "
+      "the tensor at ptr, after its rendezvous over group; error is not empty when there is no "
+      "window (then the rest is unset).");
   m.def("stats", [] { return registered().stats(); });
 }
