@@ -88,7 +88,9 @@ def window_of(tensor: Any, group: Any = None) -> TensorWindow:
     if not isinstance(tensor, torch.Tensor) or not tensor.is_cuda:
         raise CCOInvalidArgument("window_of takes a CUDA tensor of symm_mem.empty")
     (comm, window, local_ptr, window_bytes, offset, _buffer_bytes, pad_offset,
-     name) = allocator.extension().window_of(tensor.data_ptr(), _group_name(group))
+     name, error) = allocator.extension().window_of(tensor.data_ptr(), _group_name(group))
+    if error:
+        raise CCOInvalidUsage(f"window_of: {error}")
     communicator = _communicator(comm)
     win = BackendWindow(communicator, window, local_ptr, window_bytes, owns=None, keepalive=tensor)
     return TensorWindow(win, offset, pad_offset, communicator, name)

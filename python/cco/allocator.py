@@ -8,12 +8,16 @@
     hdl = symm_mem.rendezvous(t, dist.group.WORLD.group_name)
     hdl.buffer_ptrs_dev            # peers' copies, for Triton or CUDA kernels
 
-Each tensor is its own cuMem allocation that can be exported as an fd, with
-torch's signal pad after the buffer. Its first rendezvous over a process
-group joins the group's cco communicator (made once per group, its unique
-id passed through the group's store) and registers the allocation there as
-an external window: peers' copies are addresses in that window's flat VA,
-and ``cco.torch.window_of(t)`` gives the window to cco's own kernels.
+A tensor (torch's signal pad after its buffer) is a range of a segment: a
+cuMem allocation of ``CCO_TORCH_SEGMENT_SIZE`` bytes (64 MiB by default; 0
+turns segments off) that can be exported as an fd; a tensor larger than a
+quarter of a segment is an allocation of its own. The first rendezvous over
+a process group joins the group's cco communicator (made once per group, its
+unique id passed through the group's store); a segment is registered there
+as an external window the first time the group needs it, so later
+rendezvous of its tensors only exchange offsets. Peers' copies are addresses
+in the windows' flat VA, and ``cco.torch.window_of(t)`` gives the window to
+cco's own kernels.
 
 Tensors of one device share a heap of ``CCO_TORCH_SLOT_SIZE`` bytes of
 address space (32 GiB by default; a number of bytes, or with a K/M/G/T
@@ -31,10 +35,14 @@ from types import ModuleType
 from typing import Dict
 
 from . import _torch_ext
+from .errors import CCOInvalidArgument
 
 BACKEND = "CCO"
 SLOT_ENV = "CCO_TORCH_SLOT_SIZE"
 DEFAULT_SLOT_BYTES = 32 << 30
+SEGMENT_ENV = "CCO_TORCH_SEGMENT_SIZE"
+DEFAULT_SEGMENT_BYTES = 64 << 20
+_GRANULARITY = 2 << 20  # cuMem's granularity on NVIDIA GPUs
 
 def slot_bytes() -> int:
     """The heap and group-communicator slot size: ``CCO_TORCH_SLOT_SIZE`` or 32 GiB."""
@@ -42,8 +50,21 @@ def slot_bytes() -> int:
     return _torch_ext.parse_size(text, SLOT_ENV) if text else DEFAULT_SLOT_BYTES
 
 
+def segment_bytes() -> int:
+    """The segment size: ``CCO_TORCH_SEGMENT_SIZE`` (0: every tensor is an
+    allocation of its own) or 64 MiB. A multiple of 2 MiB, within the slot."""
+    text = os.environ.get(SEGMENT_ENV, "").strip()
+    if text == "0":
+        return 0
+    size = _torch_ext.parse_size(text, SEGMENT_ENV) if text else DEFAULT_SEGMENT_BYTES
+    if size % _GRANULARITY or size > slot_bytes():
+        raise CCOInvalidArgument(f"{SEGMENT_ENV}={text!r}: 0 or a multiple of 2 MiB no larger than "
+                         f"{SLOT_ENV} ({slot_bytes()} bytes)")
+    return size
+
+
 _ext: ModuleType = _torch_ext.load()
-_ext.register(slot_bytes())
+_ext.register(slot_bytes(), segment_bytes())
 # Before the interpreter tears down: the groups' communicators say goodbye
 # to their peers while every library is still there.
 atexit.register(_ext.shutdown)

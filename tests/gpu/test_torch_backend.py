@@ -66,6 +66,7 @@ class Job:
         self.passed = 0
         self.failed: List[str] = []
         self.digests: Dict[str, str] = {}
+        self.only = ""  # run only the checks whose name contains this
 
     def digest(self, name: str, t: torch.Tensor) -> None:
         self.digests[name] = hashlib.sha256(t.detach().contiguous().cpu().view(torch.uint8)
@@ -74,6 +75,8 @@ class Job:
     def check(self, name: str, fn: Callable[[], object]) -> None:
         """Runs one check: a False result or an exception fails it. Ends with
         a barrier so the ranks enter the next check together."""
+        if self.only and self.only not in name:
+            return
         t0 = time.perf_counter()
         try:
             result = fn()
@@ -348,6 +351,37 @@ def check_pool_symmetry(job: Job) -> None:
         pool.release()
 
 
+def check_any_order(job: Job) -> None:
+    """Tensors made in a different order on each rank (so at different offsets
+    of their segments): torch's pointers still reach the right tensor on
+    every peer, and window_of, which needs one offset on all ranks, refuses
+    with a message instead of giving a wrong window."""
+    sizes = [(4 << 10) * (k + 1) for k in range(4)]
+    # NVSHMEM's allocation is collective (same sizes, same order): one order there.
+    order = sizes if job.rank % 2 == 0 or job.backend != "CCO" else sizes[::-1]
+    made = {n: new_tensor(job, n, torch.int32) for n in order}
+    for n in sizes:  # rendezvous in one order everywhere, as torch requires
+        t = made[n]
+        t.fill_(job.rank * 100 + n // 4096)
+        hdl = symm_mem.rendezvous(t, job.group)
+        hdl.barrier(channel=0, timeout_ms=10000)
+        for p in range(job.world):
+            got = hdl.get_buffer(p, (t.numel(),), torch.int32)
+            assert bool((got == p * 100 + n // 4096).all()), f"rank {p}'s tensor of {n} bytes"
+        hdl.barrier(channel=0, timeout_ms=10000)
+    if job.backend == "CCO" and job.world > 1:
+        import cco.torch
+
+        first = made[sizes[0]]
+        try:
+            cco.torch.window_of(first, job.group)
+            raised = ""
+        except Exception as exc:  # noqa: BLE001
+            raised = f"{type(exc).__name__}: {exc}"
+        assert "CCOInvalidUsage" in raised and "different offsets" in raised, f"window_of did not refuse: {raised!r}"
+    torch.cuda.synchronize()
+
+
 def run_checks(job: Job) -> None:
     job.check("allocation, rendezvous, peers' buffers", lambda: check_alloc_and_peers(job))
     job.check("signal pads", lambda: check_signal_pads(job))
@@ -358,6 +392,7 @@ def run_checks(job: Job) -> None:
     job.check("fused_matmul_reduce_scatter", lambda: check_fused_matmul_reduce_scatter(job))
     job.check("multicast ops refuse", lambda: check_multicast_refused(job))
     job.check("100 alloc/rendezvous/free cycles, memory back to baseline", lambda: check_cycles(job))
+    job.check("tensors made in a different order on each rank", lambda: check_any_order(job))
     if job.backend == "CCO":
         job.check("window_of: LSA kernel and SDMA on the tensor", lambda: check_cco_window(job))
         job.check("SymmetricMemPool reports lost symmetry on every rank", lambda: check_pool_symmetry(job))
@@ -423,6 +458,7 @@ def main() -> int:
     ap.add_argument("--backend", default="CCO", choices=["CCO", "NVSHMEM"])
     ap.add_argument("--part", default="checks", choices=["checks", "timeout", "shutdown"])
     ap.add_argument("--digests", help="append this rank's output digests (JSON line) here")
+    ap.add_argument("--only", default="", help="run only the checks whose name contains this")
     args = ap.parse_args()
     rank, world = int(os.environ["CCO_RANK"]), int(os.environ["CCO_NRANKS"])
     torch.cuda.set_device(int(os.environ.get("CCO_LOCAL_RANK", "0")) % torch.cuda.device_count())
@@ -435,6 +471,7 @@ def main() -> int:
         warnings.simplefilter("ignore", FutureWarning)  # deprecated, still what the blog calls
         symm_mem.enable_symm_mem_for_group(dist.group.WORLD.group_name)
     job = Job(args.backend)
+    job.only = args.only
     if args.part == "timeout":
         return part_timeout(job)
     if args.part == "shutdown":

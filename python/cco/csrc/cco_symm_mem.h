@@ -2,14 +2,17 @@
 //
 // The backend is a thin layer over libcco's public API:
 //
-//   heap.cpp        one private single-rank communicator per device; each
-//                   tensor is one ccoMemAlloc there (a cuMem allocation that
-//                   can be exported as an fd), buffer first, signal pad after.
+//   heap.cpp        one private single-rank communicator per device; a
+//                   tensor (buffer first, signal pad after) is a range of a
+//                   segment (a ccoMemAlloc of CCO_TORCH_SEGMENT_SIZE bytes, a
+//                   cuMem allocation that can be exported as an fd), or, when
+//                   larger than a quarter of a segment, a ccoMemAlloc of its own.
 //   group_comm.cpp  one cco communicator per process group, its unique id
 //                   passed through the group's store (needs torch).
-//   rendezvous.cpp  an allocation over a group: the allocation registered in
-//                   the group's communicator as an external window, the peer
-//                   pointers read from the window's flat VA.
+//   rendezvous.cpp  an allocation over a group: its segment (or itself)
+//                   registered once in the group's communicator as an
+//                   external window, the peer pointers read from the
+//                   window's flat VA plus each rank's offset in its segment.
 //   signal_kernels.cu  barrier / put_signal / wait_signal on signal pads.
 //   symm_mem.cpp    torch's SymmetricMemory and SymmetricMemoryAllocator.
 //   module.cpp      the Python module: registration, shutdown, queries.
@@ -50,9 +53,26 @@ void set_exiting();
 
 class Heap;
 
-// One tensor's memory: [buffer | signal pad], one ccoMemAlloc of a heap.
+// A ccoMemAlloc of a heap that tensors are carved from. Registering it once
+// per group makes every later rendezvous of its tensors one allgather: the
+// driver's import, map and access calls (about 0.8 ms per peer on an H200)
+// are paid per segment, not per tensor. Kept until the heap goes, like the
+// segments of torch's caching allocator.
+struct Segment {
+  Heap* heap = nullptr;
+  uint64_t id = 0;  // unique in the process, never reused
+  char* base = nullptr;
+  size_t bytes = 0;
+  std::map<size_t, size_t> free_ranges;  // offset -> bytes, coalesced; heap lock
+};
+
+// One tensor's memory: [buffer | signal pad], a range of a segment or a
+// ccoMemAlloc of its own.
 struct Allocation {
   std::shared_ptr<Heap> heap;
+  std::shared_ptr<Segment> segment;  // NULL: a ccoMemAlloc of its own
+  size_t segment_offset = 0;         // base - segment->base
+  size_t range_bytes = 0;            // what the segment gave (aligned)
   char* base = nullptr;     // what torch's tensor points at
   size_t buffer_bytes = 0;  // what torch asked for
   size_t pad_offset = 0;    // signal pad at base + pad_offset
@@ -63,14 +83,25 @@ struct Allocation {
   Allocation() = default;
   Allocation(const Allocation&) = delete;
   Allocation& operator=(const Allocation&) = delete;
-  ~Allocation();  // ccoMemFree, unless the process is exiting
+  ~Allocation();  // back to its segment, or ccoMemFree, unless the process is exiting
+};
+
+struct HeapConfig {
+  size_t slot_bytes = 0;     // address space of the heap and of each group's slot
+  size_t segment_bytes = 0;  // 0: every tensor is a ccoMemAlloc of its own
 };
 
 // Allocates `size` bytes and a zeroed signal pad of `pad_bytes` on `device`,
-// from that device's heap (created on first use with slots of `slot_bytes`).
-// The pad is zeroed on `stream` before this returns.
-std::shared_ptr<Allocation> allocate(size_t size, size_t pad_bytes, int device, size_t slot_bytes,
-                                     cudaStream_t stream);
+// from that device's heap (created on first use). The pad is zeroed on
+// `stream` before this returns.
+std::shared_ptr<Allocation> allocate(size_t size, size_t pad_bytes, int device,
+                                     const HeapConfig& config, cudaStream_t stream);
+
+// The heap's segments, oldest first; and a new empty one (a rendezvous round
+// in which this rank has no unregistered segment to offer makes one; it is
+// used by the next allocations).
+std::vector<std::shared_ptr<Segment>> heap_segments(const std::shared_ptr<Heap>& heap);
+std::shared_ptr<Segment> heap_new_segment(const std::shared_ptr<Heap>& heap);
 
 // Destroys every heap that holds no allocation; the others go when their
 // last allocation is freed (tensors may outlive the backend's shutdown).
@@ -83,8 +114,19 @@ struct GroupComm {
   std::string name;
   int rank = -1, world_size = 0, device = -1;
   std::vector<int> global_ranks;  // world rank of each group rank, -1 if unknown
-  std::mutex lock;                // guards comm against shutdown
+  std::mutex lock;                // guards comm against shutdown, and the segment tables
   ccoComm* comm = nullptr;        // NULL once destroyed
+
+  // Segments registered in this group, each round one per rank, in one
+  // external window: which segment each rank gave, and where the group's
+  // flat VA shows it. Windows go with the communicator.
+  struct SegmentWindow {
+    ccoWindow_t window = nullptr;
+    char* local = nullptr;          // this rank's segment in the flat VA
+    std::vector<uint64_t> ids;      // per group rank: the segment it gave
+  };
+  std::map<uint64_t, SegmentWindow> segment_windows;          // by this rank's segment id
+  std::map<std::pair<int, uint64_t>, char*> segment_bases;    // (rank, its segment id) -> VA; NULL off host
 
   GroupComm() = default;
   GroupComm(const GroupComm&) = delete;
@@ -108,8 +150,11 @@ void destroy_group_comms();
 struct PeerView {
   std::shared_ptr<Allocation> alloc;
   std::shared_ptr<GroupComm> group;
-  ccoWindow_t window = nullptr;
-  char* local = nullptr;               // this rank's copy in the group's flat VA
+  ccoWindow_t window = nullptr;        // NULL: the tensor sits at different window offsets on the ranks
+  bool owns_window = false;            // a window of its own, not its segment's
+  size_t window_offset = 0;            // where the allocation starts in the window
+  size_t window_bytes = 0;
+  char* local = nullptr;               // the window's start in the group's flat VA
   std::vector<void*> buffers, pads;    // per group rank; NULL off this host
   void** buffers_dev = nullptr;        // device copies of buffers, pads and the
   void** pads_dev = nullptr;           // group's global ranks, in one block that
@@ -119,12 +164,14 @@ struct PeerView {
   PeerView() = default;
   PeerView(const PeerView&) = delete;
   PeerView& operator=(const PeerView&) = delete;
-  ~PeerView();  // deregisters the window while the group's communicator lives
+  ~PeerView();  // deregisters its own window while the group's communicator lives
 };
 
 // Collective over the group: checks every rank passes an allocation of the
-// same layout, registers it as an external window and reads the peers'
-// addresses from the window's flat VA.
+// same layout; registers the segments of the ranks' allocations that the
+// group has not seen yet (or the allocations themselves, when they have no
+// segment) as external windows, and reads the peers' addresses from the
+// windows' flat VA.
 std::shared_ptr<PeerView> make_peer_view(std::shared_ptr<Allocation> alloc,
                                          std::shared_ptr<GroupComm> group);
 

@@ -101,7 +101,8 @@ class CcoSymmetricMemory : public SymmetricMemory {
 
 // ------------------------------------------------------------ the allocator
 
-CcoAllocator::CcoAllocator(size_t slot_bytes) : slot_bytes_(slot_bytes) {}
+CcoAllocator::CcoAllocator(size_t slot_bytes, size_t segment_bytes)
+    : slot_bytes_(slot_bytes), heap_config_{slot_bytes, segment_bytes} {}
 
 CcoAllocator::~CcoAllocator() {
   // Only torch's registry, destroyed at process exit, drops the last
@@ -114,7 +115,7 @@ void* CcoAllocator::alloc(size_t size, int device_idx,
   TORCH_CHECK(!closed_, "CCO symmetric memory: the backend was shut down (interpreter exit)");
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_idx));
   int device = guard.current_device().index();
-  auto alloc = allocate(size, c10d::symmetric_memory::get_signal_pad_size(), device, slot_bytes_,
+  auto alloc = allocate(size, c10d::symmetric_memory::get_signal_pad_size(), device, heap_config_,
                         at::cuda::getCurrentCUDAStream(device).stream());
   auto block = std::make_shared<Block>();
   block->alloc = alloc;
@@ -206,21 +207,70 @@ c10::intrusive_ptr<SymmetricMemory> CcoAllocator::rendezvous(
   return c10::make_intrusive<CcoSymmetricMemory>(peer_view(block, group_name, true), offset);
 }
 
+std::shared_ptr<PeerView> CcoAllocator::find_view(const std::shared_ptr<Block>& block,
+                                                   const std::optional<std::string>& group_name,
+                                                   std::string* error) {
+  std::lock_guard<std::mutex> lock(block->lock);
+  std::string group;
+  if (group_name) {
+    group = *group_name;
+  } else if (block->default_group) {
+    group = *block->default_group;
+  } else if (block->views.size() == 1) {
+    group = block->views.begin()->first;
+  } else {
+    *error = block->views.empty()
+                 ? "the tensor has had no rendezvous yet (symm_mem.rendezvous(tensor, group) first)"
+                 : "the tensor has had rendezvous over several groups: name one";
+    return nullptr;
+  }
+  auto it = block->views.find(group);
+  if (it != block->views.end()) return it->second;
+  *error = "the tensor has no rendezvous over group '" + group +
+           "' yet (symm_mem.rendezvous(tensor, group) first)";
+  return nullptr;
+}
+
+// Refusals come back in `error`, not as exceptions: a c10::Error thrown
+// from here through the module's binding killed the interpreter with
+// SIGSEGV on the GPU machine (torch 2.11), where the same TORCH_CHECK in a
+// free function of the module raised cleanly.
 TensorWindow CcoAllocator::window_of(const void* ptr, const std::optional<std::string>& group) {
+  TensorWindow w;
   size_t offset = 0;
   auto block = find_block(ptr, &offset);
-  TORCH_CHECK(block, "CCO symmetric memory: ", ptr, " is not in a tensor of the CCO backend");
-  auto view = peer_view(block, group, false);
+  if (!block) {
+    char text[96];
+    std::snprintf(text, sizeof(text), "%p is not in a tensor of the CCO backend", ptr);
+    w.error = text;
+    return w;
+  }
+  auto view = find_view(block, group, &w.error);
+  if (!view) return w;
   std::lock_guard<std::mutex> lock(view->group->lock);
-  TORCH_CHECK(view->group->comm, "CCO symmetric memory: the backend was shut down");
-  return {reinterpret_cast<uintptr_t>(view->group->comm),
-          reinterpret_cast<uintptr_t>(view->window),
-          reinterpret_cast<uintptr_t>(view->local),
-          view->alloc->used_bytes(),
-          offset,
-          view->alloc->buffer_bytes,
-          view->alloc->pad_offset,
-          view->group->name};
+  if (!view->group->comm) {
+    w.error = "the backend was shut down (interpreter exit)";
+    return w;
+  }
+  if (!view->window) {
+    w.error = "the tensor lies at different offsets of its segments on the ranks of group '" +
+              view->group->name +
+              "' (the ranks made and freed tensors in different orders), so it has no window "
+              "offset common to all ranks for cco's kernels; torch's ops and the buffer pointers "
+              "work. Make the tensors in the same order on every rank, or give large tensors "
+              "their own allocation (larger than CCO_TORCH_SEGMENT_SIZE / 4, or "
+              "CCO_TORCH_SEGMENT_SIZE=0)";
+    return w;
+  }
+  w.comm = reinterpret_cast<uintptr_t>(view->group->comm);
+  w.window = reinterpret_cast<uintptr_t>(view->window);
+  w.local_ptr = reinterpret_cast<uintptr_t>(view->local);
+  w.window_bytes = view->window_bytes;
+  w.offset = view->window_offset + offset;
+  w.buffer_bytes = view->alloc->buffer_bytes;
+  w.pad_offset = view->window_offset + view->alloc->pad_offset;
+  w.group = view->group->name;
+  return w;
 }
 
 void CcoAllocator::shutdown() {
