@@ -291,6 +291,48 @@ ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff
                                 void* stream);
 
 /* ------------------------------------------------------------------------ */
+/* One-sided calls to LSA peers, ordered on a stream                        */
+/* ------------------------------------------------------------------------ */
+
+/* The counterparts of NVSHMEM's *_on_stream calls for peers on this host
+ * (LSA). Each enqueues its work on `stream` (a CUstream / cudaStream_t;
+ * NULL is the legacy default stream) and returns: no allocation and no
+ * host synchronisation, so they can be captured in CUDA graphs. `peer` is a
+ * world rank on this host; windows and offsets are as in ccoSdmaPutAsync
+ * (bounds checked; a signal is an 8-byte aligned uint64_t in a window).
+ * The host platform does each step before returning. Waiting for a signal
+ * is ccoStreamWaitSignal. */
+typedef enum { ccoStreamSignalSet = 0, ccoStreamSignalAdd = 1 } ccoStreamSignalOp_t;
+
+/* Copies `bytes` from this rank's copy of srcWin at srcOff into peer's copy
+ * of dstWin at dstOff (the copy engine, through the flat VA). */
+ccoResult_t ccoPutOnStream(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t dstOff, ccoWindow_t srcWin,
+                           size_t srcOff, size_t bytes, void* stream);
+/* The same, then peer's signal at sigWin + sigOff set to (ccoStreamSignalSet)
+ * or increased by (ccoStreamSignalAdd) `value`, ordered after the data: a
+ * peer that sees the signal sees the data. */
+ccoResult_t ccoPutSignalOnStream(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t dstOff, ccoWindow_t srcWin,
+                                 size_t srcOff, size_t bytes, ccoWindow_t sigWin, size_t sigOff, uint64_t value,
+                                 ccoStreamSignalOp_t op, void* stream);
+/* peer's signal alone, set or increased once the stream's earlier work is
+ * done. Adds are atomic: several ranks may add to one signal. */
+ccoResult_t ccoSignalOnStream(ccoComm* comm, int peer, ccoWindow_t sigWin, size_t sigOff, uint64_t value,
+                              ccoStreamSignalOp_t op, void* stream);
+/* Collective over the LSA team: every rank's stream work enqueued before it
+ * (puts and signals included) is complete and visible before any rank's
+ * stream work after it starts. A kernel of one block; on the host platform
+ * it waits up to CCO_COLL_TIMEOUT. It uses the collectives' state: like
+ * the first collective, the first of these calls or collectives sets it up
+ * on every rank and cannot be captured. One host only (ccoUnsupported on
+ * several). */
+ccoResult_t ccoBarrierOnStream(ccoComm* comm, void* stream);
+/* This rank's puts and signals enqueued on `stream` before it are complete
+ * and visible to their peers before the stream's later work starts. They
+ * are stream-ordered copies and stores, so this enqueues nothing; it is
+ * here for code written against NVSHMEM's quiet_on_stream. */
+ccoResult_t ccoQuietOnStream(ccoComm* comm, void* stream);
+
+/* ------------------------------------------------------------------------ */
 /* Collectives on windows, ordered on a stream                              */
 /* ------------------------------------------------------------------------ */
 

@@ -43,7 +43,8 @@ typedef enum {
   CCO_COLL_KINDS
 } cco_coll_kind;
 
-/* "allreduce" ... (ccoCollAlgorithm's names) and "ccoAllReduce" ... */
+/* "allreduce" ... (ccoCollAlgorithm's names) and "ccoAllReduce" ...
+ * (CCO_COLL_STREAM_KIND is "ccoBarrierOnStream"). */
 const char* cco_coll_kind_name(cco_coll_kind kind);
 const char* cco_coll_api_name(cco_coll_kind kind);
 /* -1 when the name is none of the kinds'. */
@@ -165,6 +166,17 @@ const cco_coll_block* cco_coll_block_at(int index);
 /* Whether `stream` is being captured into a CUDA graph (false on the host
  * platform). */
 ccoResult_t cco_coll_engine_capturing(cco_coll_engine* e, void* stream, bool* capturing);
+
+/* ------------------------------------------------------------ stream calls */
+/* For ccoBarrierOnStream and ccoSignalOnStream (src/comm/stream_api.c). */
+
+/* The last LSA barrier of the engine's device communicator, one past the
+ * collectives' parts, on `stream` (after setup): the host platform runs it
+ * on the calling thread, bounded by the timeout; CUDA launches one block. */
+ccoResult_t cco_coll_engine_stream_barrier(cco_coll_engine* e, void* stream);
+/* *signal += value once the stream's earlier work is done (CUDA: a
+ * one-thread kernel, the kernels loaded on first use; needs no setup). */
+ccoResult_t cco_coll_engine_signal_add(cco_coll_engine* e, uint64_t signal, uint64_t value, void* stream);
 
 /* The result code and a sentence for a device status. */
 ccoResult_t cco_coll_status_result(ccoDevStatus_t st);

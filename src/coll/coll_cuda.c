@@ -37,28 +37,47 @@ static ccoResult_t coresident_parts(cco_coll_engine* e, uint32_t* parts) {
   return ccoSuccess;
 }
 
-ccoResult_t cco_coll_cuda_prepare(cco_coll_engine* e, uint32_t wanted, uint32_t* nParts) {
+ccoResult_t cco_coll_cuda_load(cco_coll_engine* e) {
   cco_platform* p = e->ctx->platform;
+  if (e->module) return ccoSuccess;
   if (cco_coll_fatbin_size == 0)
     return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_COLL,
                      "rank %d: this libcco was built without nvcc, so it holds no GPU kernels for the "
                      "collectives; rebuild it where nvcc is installed (the host platform, "
                      "CCO_PLATFORM=host, runs them on CPU threads)",
                      e->ctx->rank);
-  if (!e->module) {
-    CCO_CHECK(p->ops->module_get(p, cco_coll_fatbin, &e->module));
-    for (int b = 0; b < CCO_COLL_BLOCKS; b++) {
-      ccoResult_t res = p->ops->kernel_get(p, e->module, cco_coll_block_at(b)->kernel, &e->kernels[b]);
-      if (res != ccoSuccess) {
-        cco_coll_cuda_release(e);
-        return res;
-      }
-    }
-  }
+  CCO_CHECK(p->ops->module_get(p, cco_coll_fatbin, &e->module));
+  ccoResult_t res = ccoSuccess;
+  for (int b = 0; res == ccoSuccess && b < CCO_COLL_BLOCKS; b++)
+    res = p->ops->kernel_get(p, e->module, cco_coll_block_at(b)->kernel, &e->kernels[b]);
+  if (res == ccoSuccess) res = p->ops->kernel_get(p, e->module, CCO_COLL_STREAM_BARRIER_KERNEL, &e->barrierKernel);
+  if (res == ccoSuccess)
+    res = p->ops->kernel_get(p, e->module, CCO_COLL_STREAM_SIGNAL_ADD_KERNEL, &e->signalAddKernel);
+  if (res != ccoSuccess) cco_coll_cuda_release(e);
+  return res;
+}
+
+ccoResult_t cco_coll_cuda_prepare(cco_coll_engine* e, uint32_t wanted, uint32_t* nParts) {
+  CCO_CHECK(cco_coll_cuda_load(e));
   uint32_t fit = 0;
   CCO_CHECK(coresident_parts(e, &fit));
   *nParts = wanted < fit ? wanted : fit;
   return ccoSuccess;
+}
+
+ccoResult_t cco_coll_cuda_stream_barrier(cco_coll_engine* e, uint32_t index, void* stream) {
+  cco_platform* p = e->ctx->platform;
+  const ccoDevComm* dc = e->s.dcDev;
+  cco_coll_status* status = (cco_coll_status*)(uintptr_t)e->statusDev;
+  void* params[3] = {&dc, &index, &status};
+  return p->ops->launch(p, e->barrierKernel, 1, CCO_COLL_STREAM_THREADS, stream, params);
+}
+
+ccoResult_t cco_coll_cuda_signal_add(cco_coll_engine* e, uint64_t signal, uint64_t value, void* stream) {
+  cco_platform* p = e->ctx->platform;
+  CCO_CHECK(cco_coll_cuda_load(e));
+  void* params[2] = {&signal, &value};
+  return p->ops->launch(p, e->signalAddKernel, 1, 1, stream, params);
 }
 
 ccoResult_t cco_coll_cuda_launch(cco_coll_engine* e, int block, const ccoCollArgs* a, void* stream) {
@@ -77,4 +96,5 @@ void cco_coll_cuda_release(cco_coll_engine* e) {
   if (e->module) p->ops->module_put(p, e->module);
   e->module = NULL;
   for (int b = 0; b < CCO_COLL_BLOCKS; b++) e->kernels[b] = NULL;
+  e->barrierKernel = e->signalAddKernel = NULL;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "cco/cco_device.h"
 #include "coll/coll_internal.h"
 
 /* ------------------------------------------------------------ life */
@@ -203,6 +204,46 @@ ccoResult_t cco_coll_engine_launch(cco_coll_engine* e, cco_coll_kind kind, ccoAl
   pthread_mutex_lock(&e->lock);
   ccoResult_t res = e->ctx->platform->kind == CCO_PLATFORM_CUDA ? cco_coll_cuda_launch(e, index, a, stream)
                                                                : run_on_host(e, b, a);
+  pthread_mutex_unlock(&e->lock);
+  return res;
+}
+
+/* ------------------------------------------------------------ stream calls */
+
+/* On the host platform the barrier runs here, on the calling thread (a
+ * block of one), so it can take the timeout a CPU wait needs. */
+static ccoResult_t host_stream_barrier(cco_coll_engine* e, uint32_t index) {
+  ccoLsaBarrierSession bar = ccoLsaBarrierSessionInit(&e->s.dcHost, index, ccoCoopThread);
+  uint64_t limit = e->s.timeout > 0 ? (uint64_t)(e->s.timeout * 1e9) : 0;
+  ccoDevStatus_t st = ccoLsaBarrierSyncTimeout(&bar, limit);
+  ccoLsaBarrierSessionEnd(&bar);
+  if (st == ccoDevSuccess) return ccoSuccess;
+  if (st == ccoDevTimeout) {
+    cco_error(NULL, ccoTimeout, CCO_SUBSYS_COLL,
+              "rank %d: ccoBarrierOnStream: the peers did not arrive within %g s (CCO_COLL_TIMEOUT)", e->ctx->rank,
+              e->s.timeout);
+    e->ctx->fail(e->ctx->owner, ccoTimeout);
+  }
+  record_status(e, st, (cco_coll_kind)CCO_COLL_STREAM_KIND, ccoAlgoAuto, 0);
+  return cco_coll_status_result(st);
+}
+
+ccoResult_t cco_coll_engine_stream_barrier(cco_coll_engine* e, void* stream) {
+  uint32_t index = e->s.dcHost.lsaBarrierCount - 1;
+  pthread_mutex_lock(&e->lock);
+  ccoResult_t res = e->ctx->platform->kind == CCO_PLATFORM_CUDA ? cco_coll_cuda_stream_barrier(e, index, stream)
+                                                               : host_stream_barrier(e, index);
+  pthread_mutex_unlock(&e->lock);
+  return res;
+}
+
+ccoResult_t cco_coll_engine_signal_add(cco_coll_engine* e, uint64_t signal, uint64_t value, void* stream) {
+  if (e->ctx->platform->kind != CCO_PLATFORM_CUDA) {
+    __atomic_fetch_add((uint64_t*)(uintptr_t)signal, value, __ATOMIC_RELEASE);
+    return ccoSuccess;
+  }
+  pthread_mutex_lock(&e->lock);
+  ccoResult_t res = cco_coll_cuda_signal_add(e, signal, value, stream);
   pthread_mutex_unlock(&e->lock);
   return res;
 }

@@ -23,6 +23,8 @@ struct cco_coll_engine {
   cco_coll_pool* pool;     /* host platform */
   void* module;            /* CUDA platform: the fatbin's module, and its kernels */
   void* kernels[CCO_COLL_BLOCKS];
+  void* barrierKernel;   /* ccoBarrierOnStream's */
+  void* signalAddKernel; /* ccoSignalOnStream's add */
   atomic_bool failureNoted, failureReady;
   ccoResult_t failureResult;
   char failure[CCO_ERROR_TEXT_BYTES];
@@ -39,8 +41,11 @@ void cco_coll_pool_post(cco_coll_pool* pool, cco_coll_block_fn block, const ccoD
 bool cco_coll_pool_wait(cco_coll_pool* pool, double timeoutSeconds);
 ccoDevStatus_t cco_coll_pool_result(cco_coll_pool* pool, uint32_t* part);
 
-/* CUDA platform (coll_cuda.c). */
+/* CUDA platform (coll_cuda.c). load: the module and every kernel, once. */
+ccoResult_t cco_coll_cuda_load(cco_coll_engine* e);
 ccoResult_t cco_coll_cuda_prepare(cco_coll_engine* e, uint32_t wanted, uint32_t* nParts);
+ccoResult_t cco_coll_cuda_stream_barrier(cco_coll_engine* e, uint32_t index, void* stream);
+ccoResult_t cco_coll_cuda_signal_add(cco_coll_engine* e, uint64_t signal, uint64_t value, void* stream);
 ccoResult_t cco_coll_cuda_launch(cco_coll_engine* e, int block, const ccoCollArgs* a, void* stream);
 void cco_coll_cuda_release(cco_coll_engine* e);
 

@@ -67,6 +67,7 @@ const char* cco_coll_kind_name(cco_coll_kind kind) {
 }
 
 const char* cco_coll_api_name(cco_coll_kind kind) {
+  if ((int)kind == CCO_COLL_STREAM_KIND) return "ccoBarrierOnStream";
   return (unsigned)kind < CCO_COLL_KINDS ? k_api_names[kind] : "?";
 }
 

@@ -46,6 +46,8 @@ static cco_coll_engine* engine_of(ccoComm* comm) {
   return NULL;
 }
 
+cco_coll_engine* cco_comm_coll_engine(ccoComm* comm) { return engine_of(comm); }
+
 static bool is_reduction(cco_coll_kind kind) { return kind == CCO_COLL_ALLREDUCE || kind == CCO_COLL_REDUCESCATTER; }
 
 /* ------------------------------------------------------------ failures */
@@ -53,8 +55,9 @@ static bool is_reduction(cco_coll_kind kind) { return kind == CCO_COLL_ALLREDUCE
 /* A failure the blocks reported in the status word (an earlier call's on
  * the GPU, this call's on the host platform): noted once, logged, and made
  * the communicator's failure, so that the peers are told and device waits
- * stop. Aborted blocks only echo a failure of the communicator, whose own
- * detail says more. */
+ * stop. Aborted blocks (and the host platform's timed-out ones, which
+ * failed the communicator) only echo a failure of the communicator, whose
+ * own detail says more. */
 static void note_device_failure(ccoComm* comm, cco_coll_engine* e) {
   cco_coll_status st = cco_coll_engine_status(e);
   if (st.status == ccoDevSuccess || cco_coll_engine_failure(e, NULL)) return;
@@ -62,11 +65,14 @@ static void note_device_failure(ccoComm* comm, cco_coll_engine* e) {
   ccoResult_t failed = (ccoResult_t)atomic_load(&comm->asyncError);
   ccoResult_t res = cco_coll_status_result(ds);
   char text[CCO_ERROR_TEXT_BYTES];
-  if (ds == ccoDevAborted && failed != ccoSuccess) {
+  if ((ds == ccoDevAborted || ds == ccoDevTimeout) && failed != ccoSuccess) {
     char detail[CCO_ERROR_TEXT_BYTES];
     cco_errsink_copy(&comm->err, detail, sizeof(detail));
     res = failed;
     snprintf(text, sizeof(text), "%s", detail[0] ? detail : ccoGetErrorString(failed));
+  } else if (st.ready && st.kind == CCO_COLL_STREAM_KIND) {
+    snprintf(text, sizeof(text), "rank %d: %s failed on the device with %s: %s", comm->rank,
+             cco_coll_api_name((cco_coll_kind)st.kind), ccoDevStatusName(ds), cco_coll_status_meaning(ds));
   } else if (st.ready) {
     snprintf(text, sizeof(text), "rank %d: %s (algorithm %s, part %u) failed on the device with %s: %s",
              comm->rank, cco_coll_api_name((cco_coll_kind)st.kind), cco_coll_algo_name((ccoAlgo_t)st.algo),
@@ -187,7 +193,8 @@ static ccoResult_t setup(ccoComm* comm, cco_coll_engine* e, const char* api, voi
   CCO_CHECK(vote(comm, local, nParts, config, &s.nParts));
 
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  reqs.lsaBarrierCount = CCO_COLL_MAX_PARTS; /* part p uses barrier p */
+  /* Part p uses barrier p; the last one is ccoBarrierOnStream's. */
+  reqs.lsaBarrierCount = CCO_COLL_MAX_PARTS + 1;
   reqs.gdaConnectionType = ccoGdaConnectionNone;
   CCO_CHECK(ccoDevCommCreate(comm, &reqs, &s.dcHost));
   /* Room for the most parts any call may use, whatever this rank's count:
@@ -376,20 +383,28 @@ static void launch_refused(ccoComm* comm, cco_coll_engine* e, const coll_call* c
 
 /* ------------------------------------------------------------ calls */
 
-static ccoResult_t coll_run(ccoComm* comm, const coll_call* c) {
-  const char* api = cco_coll_api_name(c->kind);
+/* What every call does first: the communicator is healthy, on one host
+ * (refused alike by every rank, which share the topology, before any
+ * collective step), and the state is made (the first call, collective). */
+static ccoResult_t prologue(ccoComm* comm, cco_coll_kind kind, const char* api, void* stream, cco_coll_engine** out) {
   cco_coll_engine* e = engine_of(comm);
   if (!e) return cco_error(&comm->err, ccoInternalError, CCO_SUBSYS_COLL, "%s: no collectives engine", api);
   CCO_CHECK(check_health(comm, e, api, false));
-  /* Refused alike by every rank (they share the topology), before any
-   * collective step. */
   if (comm->topo.nNodes > 1) {
     char why[320];
     ccoAlgo_t algo;
-    ccoResult_t res = cco_coll_select(NULL, c->kind, 0, comm->topo.lsaSize, comm->topo.nNodes, &algo, why, sizeof(why));
+    ccoResult_t res = cco_coll_select(NULL, kind, 0, comm->topo.lsaSize, comm->topo.nNodes, &algo, why, sizeof(why));
     return cco_error(&comm->err, res, CCO_SUBSYS_COLL, "rank %d: %s", comm->rank, why);
   }
-  if (!cco_coll_engine_ready(e)) CCO_CHECK(setup(comm, e, api, c->stream));
+  if (!cco_coll_engine_ready(e)) CCO_CHECK(setup(comm, e, api, stream));
+  *out = e;
+  return ccoSuccess;
+}
+
+static ccoResult_t coll_run(ccoComm* comm, const coll_call* c) {
+  const char* api = cco_coll_api_name(c->kind);
+  cco_coll_engine* e = NULL;
+  CCO_CHECK(prologue(comm, c->kind, api, c->stream, &e));
   ccoCollArgs a;
   ccoAlgo_t algo = ccoAlgoAuto;
   ccoResult_t res = build_args(comm, e, c, &a, &algo);
@@ -437,6 +452,18 @@ ccoResult_t ccoBroadcast(ccoComm* comm, const void* sendbuf, void* recvbuf, size
   CCO_VALIDATE_COMM(comm);
   coll_call c = {CCO_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, ccoSum, root, stream};
   return coll_run(comm, &c);
+}
+
+/* An LSA barrier ordered on the stream, on the engine's device
+ * communicator (its last barrier), so it needs the collectives' state. */
+ccoResult_t ccoBarrierOnStream(ccoComm* comm, void* stream) {
+  CCO_VALIDATE_COMM(comm);
+  cco_coll_engine* e = NULL;
+  CCO_CHECK(prologue(comm, (cco_coll_kind)CCO_COLL_STREAM_KIND, "ccoBarrierOnStream", stream, &e));
+  ccoResult_t res = cco_coll_engine_stream_barrier(e, stream);
+  if (res == ccoSuccess) return ccoSuccess;
+  if (cco_coll_engine_status(e).status != ccoDevSuccess) return check_health(comm, e, "ccoBarrierOnStream", true);
+  return cco_comm_keep_error(comm, res);
 }
 
 ccoResult_t ccoCollAlgorithm(const ccoComm* comm, const char* coll, size_t bytes, ccoAlgo_t* algo) {

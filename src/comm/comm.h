@@ -121,5 +121,12 @@ void cco_devcomm_free_all(ccoComm* comm);
 /* The collectives (src/comm/coll_api.c): a failure their device blocks
  * reported becomes the communicator's (ccoCommGetAsyncError asks first). */
 void cco_coll_api_poll(ccoComm* comm);
+/* Address of `bytes` at `off` of LSA rank lsa's copy of win, bounds checked
+ * (src/comm/sdma_api.c); a signal must be an aligned uint64_t. `what`
+ * names the argument in messages. */
+ccoResult_t cco_comm_window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t off, size_t bytes, bool signal,
+                                 const char* what, uint64_t* addr);
+/* The communicator's collectives engine (the stream calls use it too). */
+struct cco_coll_engine* cco_comm_coll_engine(ccoComm* comm);
 
 #endif /* CCO_COMM_COMM_H_ */

@@ -11,11 +11,10 @@
 #include "comm/comm.h"
 #include "transport/sdma/sdma.h"
 
-/* Address of `bytes` at `off` of LSA rank lsa's copy of win, bounds checked. */
 /* A signal (signal != 0) must also be 8-byte aligned: the copy engine and
  * the device store it as one uint64_t. */
-static ccoResult_t window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t off, size_t bytes,
-                               bool signal, const char* what, uint64_t* addr) {
+ccoResult_t cco_comm_window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t off, size_t bytes, bool signal,
+                                 const char* what, uint64_t* addr) {
   ccoWindowDevice d;
   if (ccoWindowGetInfo(comm, win, &d, NULL) != ccoSuccess)
     return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
@@ -62,12 +61,12 @@ ccoResult_t ccoSdmaPutAsync(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t 
     return cco_error(&comm->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
                      "ccoSdmaPutAsync: rank %d is not on this rank's host", peer);
   uint64_t dst, src, sig = 0;
-  CCO_CHECK(window_addr(comm, dstWin, peerLsa, dstOff, bytes, false, "ccoSdmaPutAsync destination",
+  CCO_CHECK(cco_comm_window_addr(comm, dstWin, peerLsa, dstOff, bytes, false, "ccoSdmaPutAsync destination",
                         &dst));
-  CCO_CHECK(window_addr(comm, srcWin, comm->topo.lsaRank, srcOff, bytes, false,
+  CCO_CHECK(cco_comm_window_addr(comm, srcWin, comm->topo.lsaRank, srcOff, bytes, false,
                         "ccoSdmaPutAsync source", &src));
   if (sigWin)
-    CCO_CHECK(window_addr(comm, sigWin, peerLsa, sigOff, sizeof(uint64_t), true,
+    CCO_CHECK(cco_comm_window_addr(comm, sigWin, peerLsa, sigOff, sizeof(uint64_t), true,
                           "ccoSdmaPutAsync signal", &sig));
   cco_platform* p = &comm->platform;
   if (bytes) CCO_CHECK(cco_comm_keep_error(comm, p->ops->copy_async(p, stream, dst, src, bytes)));
@@ -79,7 +78,7 @@ ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff
   CCO_VALIDATE_COMM(comm);
   CCO_CHECK(check_usable(comm, "ccoStreamWaitSignal"));
   uint64_t sig;
-  CCO_CHECK(window_addr(comm, sigWin, comm->topo.lsaRank, sigOff, sizeof(uint64_t), true,
+  CCO_CHECK(cco_comm_window_addr(comm, sigWin, comm->topo.lsaRank, sigOff, sizeof(uint64_t), true,
                         "ccoStreamWaitSignal", &sig));
   cco_platform* p = &comm->platform;
   ccoResult_t res = p->ops->wait_value_async(p, stream, sig, value, comm->boot.timeout, &comm->asyncError);

@@ -33,3 +33,20 @@ static __device__ __forceinline__ void report(cco_coll_status* status, ccoDevSta
     report(status, st, (uint32_t)(kind), (uint32_t)(algo));                                          \
   }
 CCO_COLL_KERNEL_NAMES(CCO_COLL_KERNEL_)
+
+// ccoBarrierOnStream: LSA barrier `index` of the engine's device
+// communicator (one past the collectives' parts), one block.
+extern "C" __global__ void __launch_bounds__(CCO_COLL_STREAM_THREADS)
+    ccoCollStreamBarrier(const ccoDevComm* dc, uint32_t index, cco_coll_status* status) {
+  ccoLsaBarrierSession bar = ccoLsaBarrierSessionInit(dc, index, ccoCoopBlock);
+  ccoDevStatus_t st = ccoLsaBarrierSync(&bar);
+  ccoLsaBarrierSessionEnd(&bar);
+  report(status, st, CCO_COLL_STREAM_KIND, 0u);
+}
+
+// ccoSignalOnStream's add: the stream's earlier work (a put's copy) is
+// complete when this runs; the fence orders it before the add for peers.
+extern "C" __global__ void ccoCollStreamSignalAdd(uint64_t* signal, uint64_t value) {
+  __threadfence_system();
+  atomicAdd((unsigned long long*)signal, (unsigned long long)value);
+}

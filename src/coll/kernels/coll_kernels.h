@@ -48,4 +48,16 @@ typedef struct {
   X(ccoCollAlltoAll, ccoDevAlltoAll, 3, ccoAlgoPush)                    \
   X(ccoCollBroadcast, ccoDevBroadcast, 4, ccoAlgoPull)
 
+/* The stream calls' kernels (ccoBarrierOnStream, ccoSignalOnStream's add):
+ *
+ *   ccoCollStreamBarrier(const ccoDevComm* dc, uint32_t index, cco_coll_status* status)
+ *     one block of CCO_COLL_STREAM_THREADS: LSA barrier `index`, its
+ *     failure reported like a collective's, with kind CCO_COLL_STREAM_KIND;
+ *   ccoCollStreamSignalAdd(uint64_t* signal, uint64_t value)
+ *     one thread: a system-scope atomic add after the stream's earlier work. */
+#define CCO_COLL_STREAM_THREADS 32
+#define CCO_COLL_STREAM_KIND 5 /* after the collectives' kinds */
+#define CCO_COLL_STREAM_BARRIER_KERNEL "ccoCollStreamBarrier"
+#define CCO_COLL_STREAM_SIGNAL_ADD_KERNEL "ccoCollStreamSignalAdd"
+
 #endif /* CCO_COLL_KERNELS_COLL_KERNELS_H_ */
