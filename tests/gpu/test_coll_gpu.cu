@@ -17,6 +17,10 @@
 // (d) Ranks that disagree (another count on one rank) on a communicator of
 //     their own: every rank's next call and ccoCommGetAsyncError report it,
 //     and no stream hangs.
+// (e) The stream calls: a ring of ccoPutSignalOnStream with an added
+//     signal, ccoStreamWaitSignal, a reset, ccoQuietOnStream and
+//     ccoBarrierOnStream, captured in a graph and replayed R times, every
+//     replay's data new and checked.
 //
 // Every check prints one line; the last is "test_coll_gpu rank R: N passed,
 // N failed". A stream stuck past its limit is a failure: the communicator
@@ -360,6 +364,72 @@ static void test_graphs(const bufs& b) {
   }
 }
 
+// ------------------------------------------------------------ stream calls
+// A ring of ccoPutSignalOnStream (signal added), ccoStreamWaitSignal,
+// a reset of the signal and ccoBarrierOnStream, captured once and replayed:
+// every replay's data is new (a kernel writes it from the replay counter)
+// and checked by a kernel.
+
+__global__ void fill_words(uint64_t* p, size_t n, int rank, const uint32_t* seedPtr) {
+  uint32_t seed = *seedPtr;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    p[i] = ((uint64_t)rank << 48) ^ ((uint64_t)seed << 24) ^ i;
+}
+
+__global__ void check_words(const uint64_t* p, size_t n, int rank, const uint32_t* seedPtr, unsigned long long* bad) {
+  uint32_t seed = *seedPtr;
+  unsigned long long wrong = 0;
+  size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  for (size_t i = tid; i < n; i += (size_t)gridDim.x * blockDim.x)
+    wrong += p[i] != (((uint64_t)rank << 48) ^ ((uint64_t)seed << 24) ^ i);
+  if (wrong) atomicAdd(&bad[0], wrong);
+  if (tid == 0) atomicAdd(&bad[2], 1ull);
+}
+
+static void test_stream_calls(void) {
+  const size_t words = 1 << 16, bytes = words * 8;
+  ccoWindow_t win = NULL;
+  void* local = NULL;
+  if (ccoWindowRegisterAlloc(g_comm, 4096 + 2 * bytes, &win, &local) != ccoSuccess) {
+    CHECK(0, "stream calls: window: %s", ccoGetLastError(g_comm));
+    return;
+  }
+  CUDA_OK(cudaMemset(local, 0, 4096));
+  int next = (g_rank + 1) % g_size, prev = (g_rank + g_size - 1) % g_size;
+  uint64_t* src = (uint64_t*)((char*)local + 4096 + bytes);
+  const uint64_t* dst = (const uint64_t*)((char*)local + 4096);
+  g_bad[0] = g_bad[1] = g_bad[2] = 0;
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  OK(ccoBarrierOnStream(g_comm, g_stream)); // outside the capture: the first use may set state up
+  wait_stream(g_stream, "first ccoBarrierOnStream", 60);
+  CUDA_OK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
+  fill_words<<<kGrid, kBlock, 0, g_stream>>>(src, words, g_rank, g_seed);
+  ccoResult_t r = ccoPutSignalOnStream(g_comm, next, win, 4096, win, 4096 + bytes, bytes, win, 0, 1,
+                                       ccoStreamSignalAdd, g_stream);
+  if (r == ccoSuccess) r = ccoStreamWaitSignal(g_comm, win, 0, 1, g_stream);
+  if (r == ccoSuccess) check_words<<<kGrid, kBlock, 0, g_stream>>>(dst, words, prev, g_seed, g_bad);
+  if (r == ccoSuccess) r = ccoSignalOnStream(g_comm, g_rank, win, 0, 0, ccoStreamSignalSet, g_stream);
+  if (r == ccoSuccess) r = ccoQuietOnStream(g_comm, g_stream);
+  if (r == ccoSuccess) r = ccoBarrierOnStream(g_comm, g_stream);
+  next_seed<<<1, 1, 0, g_stream>>>(g_seed);
+  CUDA_OK(cudaStreamEndCapture(g_stream, &graph));
+  CHECK(r == ccoSuccess, "stream calls captured in a graph: %s", r == ccoSuccess ? "ok" : ccoGetLastError(g_comm));
+  if (r == ccoSuccess && graph) {
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    double t0 = now_s();
+    for (int k = 0; k < g_replays; k++) CUDA_OK(cudaGraphLaunch(exec, g_stream));
+    wait_stream(g_stream, "stream calls in a graph", 300);
+    CHECK(g_bad[0] == 0 && g_bad[2] == (unsigned long long)g_replays,
+          "ring of put+signal, wait, reset, quiet, barrier: graph replayed %d times, %llu wrong words, %llu checks, "
+          "%.1f us per replay",
+          g_replays, g_bad[0], g_bad[2], (now_s() - t0) * 1e6 / g_replays);
+    CUDA_OK(cudaGraphExecDestroy(exec));
+  }
+  if (graph) CUDA_OK(cudaGraphDestroy(graph));
+  OK(ccoWindowDeregister(g_comm, win));
+}
+
 // ------------------------------------------------------------ (c) errors
 
 static void expect(ccoResult_t got, ccoResult_t want, const char* word, const char* what) {
@@ -461,6 +531,7 @@ int main(int argc, char** argv) {
     test_errors(b);
     free_bufs(g_comm, &b);
   }
+  test_stream_calls();
   test_mismatch();
   CUDA_OK(cudaStreamDestroy(g_stream));
   OK(ccoCommDestroy(g_comm));
