@@ -6,7 +6,9 @@ the group's cco communicator. The backend owns both; Python gets them as a
 destroys the C communicator) and a :class:`BackendWindow` (a
 :class:`~cco.RegisteredWindow` that cannot be deregistered by hand: it goes
 with its tensor), so cco's own kernels, device communicators and SDMA calls
-take the same memory that torch's ops use.
+take the same memory that torch's ops use; so do its collectives
+(``window_of(t).communicator.all_reduce(t)``: the tensor is found in its
+window).
 """
 from __future__ import annotations
 
@@ -27,8 +29,29 @@ class BackendCommunicator(Communicator):
     lives until the backend shuts down at interpreter exit.
     """
 
+    # The process group this communicator serves, once window_of saw it:
+    # where its tensors' windows are looked up.
+    group_name: Optional[str] = None
+
     def _destroy_handle(self, handle: int) -> int:
         return _lib.SUCCESS
+
+    def _external_alias(self, ptr: int, nbytes: int) -> Optional[int]:
+        """Also a tensor of the backend: the extension knows its window and
+        where it starts there; its alias is the window's flat-VA copy."""
+        found = super()._external_alias(ptr, nbytes)
+        if found is not None or self.group_name is None:
+            return found
+        from . import allocator
+
+        try:
+            (comm, _window, local_ptr, _window_bytes, offset, buffer_bytes, _pad,
+             _name) = allocator.extension().window_of(ptr, self.group_name)
+        except (RuntimeError, ValueError):  # not a backend tensor, or not of this group
+            return None
+        if comm != self._h or offset + nbytes > buffer_bytes:
+            return None
+        return int(local_ptr) + int(offset)
 
 
 class BackendWindow(RegisteredWindow):
@@ -60,11 +83,13 @@ _lock = threading.Lock()
 _communicators: Dict[int, BackendCommunicator] = {}
 
 
-def _communicator(handle: int) -> BackendCommunicator:
+def _communicator(handle: int, group: str) -> BackendCommunicator:
     with _lock:
         comm = _communicators.get(handle)
         if comm is None or not comm.alive:
             comm = _communicators[handle] = BackendCommunicator(handle)
+        if comm.group_name is None:
+            comm.group_name = group  # one communicator per group (and device)
         return comm
 
 
@@ -89,6 +114,6 @@ def window_of(tensor: Any, group: Any = None) -> TensorWindow:
         raise CCOInvalidArgument("window_of takes a CUDA tensor of symm_mem.empty")
     (comm, window, local_ptr, window_bytes, offset, _buffer_bytes, pad_offset,
      name) = allocator.extension().window_of(tensor.data_ptr(), _group_name(group))
-    communicator = _communicator(comm)
+    communicator = _communicator(comm, name)
     win = BackendWindow(communicator, window, local_ptr, window_bytes, owns=None, keepalive=tensor)
     return TensorWindow(win, offset, pad_offset, communicator, name)
