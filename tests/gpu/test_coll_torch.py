@@ -4,7 +4,7 @@ one GPU under MPS (or one GPU per rank):
 
     source tests/gpu/mps.sh; mps_start
     build/bin/ccorun -n 4 -x CCO_LIBRARY=build/lib/libcco.so python3 tests/gpu/test_coll_torch.py
-    ... -x CCO_ALGO=twoshot ... test_coll_torch.py --only all_reduce --algo twoshot
+    ... -x CCO_ALGO=twoshot ... test_coll_torch.py --only all_reduce --algo twoshot [--max-bytes N]
     ... -x CCO_TORCH_STORE=/tmp/store.X ... test_coll_torch.py --part backend
 
 1. eager: every collective x dtype (float32, bfloat16, float16, int32) x
@@ -233,7 +233,9 @@ def graph_check(comm: Communicator, win, name: str, dtype: torch.dtype, n_in: in
     del graph
 
 
-def graph_checks(comm: Communicator, win, only: List[str]) -> List[Tuple[str, Callable[[], None]]]:
+def graph_checks(comm: Communicator, win, only: List[str], max_bytes: int) -> List[Tuple[str, Callable[[], None]]]:
+    """The graphs to check: (name, check), those of `only`'s collectives, of at most `max_bytes`
+    (float32 elements x 4: every graph's largest buffer is at most that)."""
     n, rank = comm.size, comm.rank
 
     def plus(values: torch.Tensor, k: int) -> torch.Tensor:
@@ -273,22 +275,23 @@ def graph_checks(comm: Communicator, win, only: List[str]) -> List[Tuple[str, Ca
                                    lambda x, y: comm.broadcast(x, root, out=None if in_place else y),
                                    count, in_place, ref)
 
-    checks = [
-        ("all_reduce", "float32 sum, 1 Ki elements", ar(torch.float32, "sum", 1024, False)),
-        ("all_reduce", "float32 sum in place, 1 Mi elements", ar(torch.float32, "sum", 1 << 20, True)),
-        ("all_reduce", "bfloat16 sum, 64 Ki elements", ar(torch.bfloat16, "sum", 1 << 16, False)),
-        ("all_reduce", "float16 max, 4 Ki elements", ar(torch.float16, "max", 4096, False)),
-        ("all_reduce", "int32 min, 16 Ki elements", ar(torch.int32, "min", 1 << 14, False)),
-        ("all_gather", "int32, 4 Ki elements per rank", ag(torch.int32, 4096)),
-        ("all_gather", "bfloat16, 256 Ki elements per rank", ag(torch.bfloat16, 1 << 18)),
-        ("reduce_scatter", "float16 sum, 4 Ki elements per rank", rs(torch.float16, "sum", 4096)),
-        ("reduce_scatter", "float32 max, 256 Ki elements per rank", rs(torch.float32, "max", 1 << 18)),
-        ("all_to_all", "float32, 1 Ki elements per peer", a2a(torch.float32, 1024)),
-        ("broadcast", f"bfloat16 from rank {n - 1}, in place, 64 Ki elements", bc(torch.bfloat16, 1 << 16, n - 1, True)),
-        ("broadcast", "int32 from rank 0, 1 Ki elements", bc(torch.int32, 1024, 0, False)),
+    checks = [  # (collective, what, elements of its largest buffer, check)
+        ("all_reduce", "float32 sum, 1 Ki elements", 1024, ar(torch.float32, "sum", 1024, False)),
+        ("all_reduce", "float32 sum in place, 1 Mi elements", 1 << 20, ar(torch.float32, "sum", 1 << 20, True)),
+        ("all_reduce", "bfloat16 sum, 64 Ki elements", 1 << 16, ar(torch.bfloat16, "sum", 1 << 16, False)),
+        ("all_reduce", "float16 max, 4 Ki elements", 4096, ar(torch.float16, "max", 4096, False)),
+        ("all_reduce", "int32 min, 16 Ki elements", 1 << 14, ar(torch.int32, "min", 1 << 14, False)),
+        ("all_gather", "int32, 4 Ki elements per rank", n * 4096, ag(torch.int32, 4096)),
+        ("all_gather", "bfloat16, 256 Ki elements per rank", n << 18, ag(torch.bfloat16, 1 << 18)),
+        ("reduce_scatter", "float16 sum, 4 Ki elements per rank", n * 4096, rs(torch.float16, "sum", 4096)),
+        ("reduce_scatter", "float32 max, 256 Ki elements per rank", n << 18, rs(torch.float32, "max", 1 << 18)),
+        ("all_to_all", "float32, 1 Ki elements per peer", n * 1024, a2a(torch.float32, 1024)),
+        ("broadcast", f"bfloat16 from rank {n - 1}, in place, 64 Ki elements", 1 << 16,
+         bc(torch.bfloat16, 1 << 16, n - 1, True)),
+        ("broadcast", "int32 from rank 0, 1 Ki elements", 1024, bc(torch.int32, 1024, 0, False)),
     ]
     out = [(f"graph of {coll} {what}, {REPLAYS} replays, checked after each", fn)
-           for coll, what, fn in checks if not only or coll in only]
+           for coll, what, elements, fn in checks if (not only or coll in only) and elements * 4 <= max_bytes]
     if not only or ("all_reduce" in only and "all_gather" in only):
         out.append((f"graph of all_reduce then all_gather of its result, {REPLAYS} replays",
                     lambda: chained_graph(comm, win)))
@@ -350,12 +353,12 @@ def errors(comm: Communicator, win) -> None:
         assert "cpu memory" in str(exc), str(exc)
 
 
-def algorithm(comm: Communicator, forced: str) -> None:
+def algorithm(comm: Communicator, forced: str, max_bytes: int) -> None:
     for name in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"):
         for nbytes in (1024, 1 << 20, 256 << 20):
             algo = comm.collective_algorithm(name, nbytes)
             assert algo in ALGORITHMS and algo != "auto", (name, nbytes, algo)
-            if forced and name == "all_reduce":
+            if forced and name == "all_reduce" and nbytes <= max_bytes:  # the sizes this job ran
                 assert algo == forced, f"CCO_ALGO={forced}, but all_reduce of {nbytes} B uses {algo}"
 
 
@@ -427,6 +430,8 @@ def main() -> int:
     ap.add_argument("--part", choices=("windows", "backend"), default="windows")
     ap.add_argument("--only", default="", help="comma-separated collectives (default: all)")
     ap.add_argument("--algo", default="", help="the CCO_ALGO the job runs under, checked by collective_algorithm")
+    ap.add_argument("--max-bytes", type=int, default=1 << 40,
+                    help="leave out the checks of larger buffers (a forced small-message algorithm)")
     args = ap.parse_args()
     torch.cuda.set_device(int(os.environ.get("CCO_LOCAL_RANK", "0")) % torch.cuda.device_count())
     torch.zeros(1, device="cuda")  # the primary context cco will use too
@@ -440,6 +445,7 @@ def main() -> int:
             return 1
         win = comm.register_window_alloc(2 * comm.size * MAX_COUNT * 4)
         e = Eager(comm, win)
+        counts = [n for n in COUNTS if n * 4 <= args.max_bytes]
 
         def want(collective: str) -> bool:
             return not only or collective in only
@@ -447,7 +453,7 @@ def main() -> int:
         if want("all_reduce"):
             for dtype in DTYPES:
                 for op in OPS:
-                    for n in COUNTS:
+                    for n in counts:
                         for in_place in (False, True):
                             r.check(f"all_reduce {dtype} {op} n={n}{' in place' if in_place else ''}",
                                     lambda: e.all_reduce(dtype, op, n, in_place))
@@ -458,28 +464,28 @@ def main() -> int:
             r.check("all_reduce of cupy arrays on cupy's stream", e.cupy_all_reduce)
         if want("all_gather"):
             for dtype in DTYPES:
-                for n in COUNTS:
+                for n in counts:
                     r.check(f"all_gather {dtype} n={n}", lambda: e.all_gather(dtype, n))
         if want("reduce_scatter"):
             for dtype in DTYPES:
                 for op in OPS:
-                    for n in COUNTS:
+                    for n in counts:
                         r.check(f"reduce_scatter {dtype} {op} n={n}", lambda: e.reduce_scatter(dtype, op, n))
         if want("all_to_all"):
             for dtype in DTYPES:
-                for n in COUNTS:
+                for n in counts:
                     r.check(f"all_to_all {dtype} n={n}", lambda: e.all_to_all(dtype, n))
         if want("broadcast"):
             for dtype in DTYPES:
-                for n in COUNTS:
+                for n in counts:
                     for root in sorted({0, comm.size - 1}):
                         for in_place in (False, True):
                             r.check(f"broadcast {dtype} n={n} root={root}{' in place' if in_place else ''}",
                                     lambda: e.broadcast(dtype, n, root, in_place))
-        for name, fn in graph_checks(comm, win, only):
+        for name, fn in graph_checks(comm, win, only, args.max_bytes):
             r.check(name, fn)
         r.check("errors found before any C call", lambda: errors(comm, win))
-        r.check("collective_algorithm", lambda: algorithm(comm, args.algo))
+        r.check("collective_algorithm", lambda: algorithm(comm, args.algo, args.max_bytes))
         r.check("no asynchronous error", lambda: healthy(comm))
         rc = r.summary()
         win.deregister()

