@@ -33,6 +33,7 @@ sys.path.insert(0, HERE)
 from perf_common import COMMON_KEYS, add_sweep_args, check_sweep_args, int_arg  # noqa: E402
 
 SKIPPED = 77  # a program's "cannot run here", as the test suite counts it
+TIMEOUT = 300  # seconds per program start, unless --timeout
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,13 @@ BENCHES = {
     "triton": Bench("bench_triton.py", "Triton kernels on the device bitcode vs the same CUDA C kernels "
                     "(LSA put, one-shot all-reduce, GDA put + flush)", (2, 4, 8), (2, 1024),
                     ops=("lsa", "allreduce", "gda"), size_align=4, warmup=False, python=True),
+    "coll": Bench("bench_coll.py", "collectives (each all-reduce algorithm) in CUDA graphs vs torch's symm_mem "
+                  "kernels on its NVSHMEM backend, with the goals' ratios", (2, 4, 8), (2, 1024),
+                  ops=("allreduce", "allgather", "reducescatter", "alltoall"), size_align=4, python=True,
+                  self_launched=True),
+    "torch": Bench("bench_torch.py", "torch backend CCO vs torch's NVSHMEM (and CUDA) backends: rendezvous, "
+                   "one_shot_all_reduce in CUDA graphs and eagerly", (2,), (2, 1024), ops=("rendezvous", "allreduce"),
+                   sizes=False, warmup=False, python=True, self_launched=True),
     "nvshmem": Bench("nvshmem_ref", "NVSHMEM put, ping-pong, barrier, the reference of lsa "
                      "(bench/build_nvshmem_ref.sh builds it)", (2, 4, 8), (2, 1024), ops=("put", "pingpong", "barrier"),
                      size_align=16,
@@ -87,7 +95,7 @@ BENCHES = {
 class Run:
     """One program start: a benchmark at one rank count."""
     name: str
-    ranks: int
+    ranks: int  # 0: a self-launched program's own counts (its default, or --ranks)
     virtual_hosts: int = 1
     ops: List[str] = field(default_factory=list)
     optional: bool = False  # in a set: a program that was not built is skipped, not failed
@@ -101,6 +109,8 @@ def gpu_set() -> List[Run]:
     runs += [Run("nvshmem", n, optional=True) for n in (2, 4, 8)]
     # Triton against CUDA C: LSA and the all-reduce at 2, 4, 8 ranks, GDA between two ranks.
     runs += [Run("triton", n, ops=["lsa", "allreduce"]) for n in (2, 4, 8)] + [Run("triton", 2, ops=["gda"])]
+    # The collectives against torch's kernels on NVSHMEM; backend "CCO" against torch's backends.
+    runs += [Run("coll", n) for n in (2, 4, 8)] + [Run("torch", 2)]
     return runs
 
 
@@ -117,7 +127,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     own = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     epilog = "benchmarks:\n" + "\n".join(f"  {k:10} {b.about}" for k, b in BENCHES.items())
-    epilog += "\n  gpu        windows, lsa, sdma, gda (and its barrier on two virtual hosts), nvshmem if built"
+    epilog += ("\n  gpu        windows, lsa, sdma, gda (and its barrier on two virtual hosts), nvshmem if built, "
+               "triton, coll, torch")
     epilog += "\n  all        bootstrap, then gpu"
     epilog += "\n\nOptions after -- go to the program as they are (its --help lists them)."
     ap = argparse.ArgumentParser(prog="cco_perf.py", description="Run cco benchmarks and collect their JSON lines.",
@@ -136,8 +147,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     ap.add_argument("-o", "--output", metavar="FILE", help="JSON lines file (default: stdout)")
     ap.add_argument("--append", action="store_true", help="add to the output file instead of replacing it")
     ap.add_argument("--log-dir", metavar="DIR", help="keep each program's stderr and other output here")
-    ap.add_argument("--timeout", type=int_arg(1, 86400), default=300, metavar="SEC",
-                    help="seconds per program start (300)")
+    ap.add_argument("--timeout", type=int_arg(1, 86400), metavar="SEC",
+                    help=f"seconds per program start ({TIMEOUT}); coll and torch: per job they start")
     ap.add_argument("--date", metavar="TEXT", help="the run's date in every line (default: now, UTC)")
     ap.add_argument("--machine", metavar="TEXT", help="the machine in every line (default: its CPUs and GPUs)")
     ap.add_argument("--python", metavar="PATH", default=sys.executable, help="interpreter for python and nccl")
@@ -219,8 +230,13 @@ def bench_args(args: argparse.Namespace, bench: Bench, run: Run) -> List[str]:
         out += ["-w", str(args.warmup)]
     if run.ops:
         out += ["--op", ",".join(run.ops)]
-    if bench.self_launched and args.ranks:
-        out += ["--ranks", ",".join(map(str, args.ranks))]
+    if bench.self_launched:
+        ranks = [run.ranks] if run.ranks else args.ranks  # a set's run has its own count
+        if ranks:
+            out += ["--ranks", ",".join(map(str, ranks))]
+        if bench.python:  # it starts its jobs itself: with this ccorun, interpreter and bound
+            out += ["--bin", args.bin, "--python", args.python]
+            out += ["--timeout", str(args.timeout)] if args.timeout is not None else []
     # The program's own options belong to the benchmark asked for, not to its reference.
     return out + (args.own if run.name == args.bench else [])
 
@@ -231,7 +247,7 @@ def command(args: argparse.Namespace, run: Run) -> List[str]:
         os.path.join(args.bin, bench.program)]
     if bench.self_launched:
         return program + bench_args(args, bench, run)
-    launcher = [os.path.join(args.bin, "ccorun"), "-t", str(args.timeout), "-n", str(run.ranks)]
+    launcher = [os.path.join(args.bin, "ccorun"), "-t", str(args.timeout or TIMEOUT), "-n", str(run.ranks)]
     if run.virtual_hosts > 1:
         launcher += ["--virtual-hosts", str(run.virtual_hosts)]
     return launcher + program + bench_args(args, bench, run)
@@ -332,7 +348,7 @@ class Collector:
         try:
             for text in proc.stdout:
                 bad += self._take(text, run.name, log)
-            rc = proc.wait(timeout=self.args.timeout + 60)
+            rc = proc.wait(timeout=(self.args.timeout or TIMEOUT) + 60)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -349,7 +365,7 @@ class Collector:
     def _log(self, run: Run, cmd: List[str]):
         if not self.args.log_dir:
             return None
-        name = run.name if BENCHES[run.name].self_launched else f"{run.name}_{run.ranks}r"
+        name = run.name if BENCHES[run.name].self_launched and not run.ranks else f"{run.name}_{run.ranks}r"
         name += f"_{run.virtual_hosts}hosts" if run.virtual_hosts > 1 else ""
         name += ("_" + "-".join(run.ops)) if run.ops else ""
         log = open(os.path.join(self.args.log_dir, name + ".log"), "a", encoding="utf-8")
@@ -398,7 +414,7 @@ def main(argv: List[str]) -> int:
     for run, result in results:
         if result != "ok":
             hosts = f", {run.virtual_hosts} hosts" if run.virtual_hosts > 1 else ""
-            ranks = "" if BENCHES[run.name].self_launched else f" ({run.ranks} ranks{hosts})"
+            ranks = "" if BENCHES[run.name].self_launched and not run.ranks else f" ({run.ranks} ranks{hosts})"
             print(f"cco_perf: {run.name}{ranks}: {result}", file=sys.stderr)
     print(f"cco_perf: {collector.lines} lines" + (f" in {args.output}" if args.output else ""), file=sys.stderr)
     if any(r.startswith("failed") for _, r in results):

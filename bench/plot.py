@@ -77,9 +77,9 @@ def series(members: List[dict]) -> Dict[str, List[dict]]:
     return out
 
 
-def file_name(fam: Tuple, fixed, x: str, machine_index: int, suffix: str) -> str:
-    _, op, _, extras = fam
-    parts = [op] + list(extras)
+def file_name(fam: Tuple, fixed, x: str, machine_index: int, suffix: str, with_metric: bool = False) -> str:
+    _, op, metric, extras = fam
+    parts = [op] + list(extras) + ([metric] if with_metric else [])
     if fixed is not None:
         parts.append(f"{fixed}ranks" if x == "bytes" else size_text(fixed, "iB"))
     if machine_index:  # the same figure of a second machine must not overwrite the first
@@ -156,10 +156,15 @@ def main(argv: List[str]) -> int:
         return 1
     os.makedirs(args.outdir, exist_ok=True)
     machines = list(OrderedDict.fromkeys(m.get("machine", "") for m in lines))
+    # An op measured in several units (time, bandwidth, ratios) gets the unit in its file names, so
+    # that its figures do not overwrite each other; an op with one unit keeps the names it had.
+    metrics: Dict[str, set] = defaultdict(set)
+    for line in lines:
+        metrics[line["op"]].add(line["metric"])
     for (fam, fixed), (x, members) in figures(lines).items():
         if len(members) == 1:  # one number alone is no figure
             continue
-        name = file_name(fam, fixed, x, machines.index(fam[0]), args.suffix)
+        name = file_name(fam, fixed, x, machines.index(fam[0]), args.suffix, len(metrics[fam[1]]) > 1)
         subject = draw(plt, fam, fixed, x, members, os.path.join(args.outdir, name))
         print(f"![{subject}]({args.prefix}{name})")
     return 0

@@ -46,6 +46,7 @@ from .errors import (
     CCOInvalidArgument,
     CCOInvalidUsage,
     CCONetError,
+    CCONotInWindow,
     CCOOutOfMemory,
     CCORemoteError,
     CCOSystemError,
@@ -57,7 +58,7 @@ from .views import PLATFORM_CUDA, PLATFORM_HOST, CudaArray, MemoryRegion, from_p
 
 __all__ = [
     "AllocatedMemory", "CCOArgumentOverflow", "CCOCudaError", "CCODevCommRequirements",
-    "CCOError", "CCOInternalError", "CCOInvalidArgument", "CCOInvalidUsage", "CCONetError",
+    "CCOError", "CCOInternalError", "CCOInvalidArgument", "CCOInvalidUsage", "CCONetError", "CCONotInWindow",
     "CCOOutOfMemory", "CCORemoteError", "CCOSystemError", "CCOTimeout", "CCOUnsupported",
     "Communicator", "CudaArray", "DevComm", "GDA_CONNECTION_CROSSNODE", "GDA_CONNECTION_FULL",
     "GDA_CONNECTION_NONE", "GDA_CONNECTION_RAIL", "LibraryNotFoundError", "MemoryRegion",

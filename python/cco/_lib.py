@@ -15,10 +15,10 @@ import ctypes
 import glob
 import os
 import threading
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _abi, _checkout
-from .errors import error_for
+from .errors import CCOUnsupported, error_for
 
 # ---------------------------------------------------------------- results
 
@@ -105,6 +105,26 @@ PROTOTYPES = {
     "cco_torch_free": (None, [_p, _ssize, _int, _p]),
 }
 
+# Functions of cco.h that a libcco built before them lacks: the collectives,
+# declared before their implementation landed. They are bound on first use
+# (function()), not by load(), so such a library still loads and only these
+# calls fail, naming the symbol. test_lib.py checks them against the header
+# with the rest.
+LATE_PROTOTYPES = {
+    # comm, sendbuf, recvbuf, count, ccoDataType_t, ccoRedOp_t, stream
+    "ccoAllReduce": (_res, [_p, _p, _p, _size, _int, _int, _p]),
+    # comm, sendbuf, recvbuf, sendcount, ccoDataType_t, stream
+    "ccoAllGather": (_res, [_p, _p, _p, _size, _int, _p]),
+    # comm, sendbuf, recvbuf, recvcount, ccoDataType_t, ccoRedOp_t, stream
+    "ccoReduceScatter": (_res, [_p, _p, _p, _size, _int, _int, _p]),
+    # comm, sendbuf, recvbuf, count (per peer), ccoDataType_t, stream
+    "ccoAlltoAll": (_res, [_p, _p, _p, _size, _int, _p]),
+    # comm, sendbuf, recvbuf, count, ccoDataType_t, root, stream
+    "ccoBroadcast": (_res, [_p, _p, _p, _size, _int, _int, _p]),
+    # comm, collective name, bytes, ccoAlgo_t*
+    "ccoCollAlgorithm": (_res, [_p, ctypes.c_char_p, _size, _pint]),
+}
+
 # ---------------------------------------------------------------- loading
 
 LIBRARY_ENV = "CCO_LIBRARY"
@@ -137,6 +157,7 @@ def candidate_paths() -> List[str]:
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
 _path: Optional[str] = None
+_late: Dict[str, Any] = {}  # LATE_PROTOTYPES bound so far
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -239,3 +260,36 @@ def last_error(handle: Optional[int]) -> str:
     next failure). handle None: the calling thread's last failure."""
     raw = load().ccoGetLastError(handle)
     return raw.decode(errors="replace") if raw else ""
+
+
+def has_function(name: str) -> bool:
+    """Whether the loaded libcco exports `name` (one of LATE_PROTOTYPES)."""
+    try:
+        function(name)
+    except CCOUnsupported:
+        return False
+    return True
+
+
+def function(name: str) -> Any:
+    """The bound C function `name` of LATE_PROTOTYPES (loads libcco first).
+
+    Raises :class:`~cco.errors.CCOUnsupported` naming the symbol when this
+    libcco lacks it, so a library older than the call fails the call, not
+    the import or the load.
+    """
+    fn = _late.get(name)
+    if fn is not None:
+        return fn
+    restype, argtypes = LATE_PROTOTYPES[name]
+    lib = load()
+    try:
+        fn = getattr(lib, name)
+    except AttributeError:
+        raise CCOUnsupported(
+            f"the loaded libcco ({_path}) has no symbol {name}: it was built before {name} "
+            "existed; build or install a libcco that has it") from None
+    fn.restype = restype
+    fn.argtypes = argtypes
+    _late[name] = fn
+    return fn

@@ -6,7 +6,9 @@ the group's cco communicator. The backend owns both; Python gets them as a
 destroys the C communicator) and a :class:`BackendWindow` (a
 :class:`~cco.RegisteredWindow` that cannot be deregistered by hand: it goes
 with its tensor), so cco's own kernels, device communicators and SDMA calls
-take the same memory that torch's ops use.
+take the same memory that torch's ops use; so do its collectives
+(``window_of(t).communicator.all_reduce(t)``: the tensor is found in its
+window).
 """
 from __future__ import annotations
 
@@ -27,15 +29,34 @@ class BackendCommunicator(Communicator):
     lives until the backend shuts down at interpreter exit.
     """
 
+    # The process group this communicator serves, once window_of saw it:
+    # where its tensors' windows are looked up.
+    group_name: Optional[str] = None
+
     def _destroy_handle(self, handle: int) -> int:
         return _lib.SUCCESS
 
+    def _external_alias(self, ptr: int, nbytes: int) -> Optional[int]:
+        """Also a tensor of the backend: the extension knows its window and
+        where it starts there; its alias is the window's flat-VA copy."""
+        found = super()._external_alias(ptr, nbytes)
+        if found is not None or self.group_name is None:
+            return found
+        from . import allocator
+
+        (comm, _window, local_ptr, _window_bytes, offset, _buffer_bytes, pad_offset,
+         _name, error) = allocator.extension().window_of(ptr, self.group_name)
+        # Not a backend tensor, not of this group, or past the tensor's buffer
+        # (which ends before its signal pad).
+        if error or comm != self._h or offset + nbytes > pad_offset:
+            return None
+        return int(local_ptr) + int(offset)
+
 
 class BackendWindow(RegisteredWindow):
-    """A window the torch backend registered over a tensor's allocation.
-
-    It covers the allocation: the tensor's buffer, then torch's signal pad.
-    """
+    """A window the torch backend registered: the segment a tensor is a
+    range of, or the tensor's own allocation (its buffer, then torch's
+    signal pad)."""
 
     def release(self) -> None:
         raise CCOInvalidUsage("this window belongs to the torch backend: it goes with its tensor")
@@ -60,11 +81,13 @@ _lock = threading.Lock()
 _communicators: Dict[int, BackendCommunicator] = {}
 
 
-def _communicator(handle: int) -> BackendCommunicator:
+def _communicator(handle: int, group: str) -> BackendCommunicator:
     with _lock:
         comm = _communicators.get(handle)
         if comm is None or not comm.alive:
             comm = _communicators[handle] = BackendCommunicator(handle)
+        if comm.group_name is None:
+            comm.group_name = group  # one communicator per group (and device)
         return comm
 
 
@@ -91,6 +114,6 @@ def window_of(tensor: Any, group: Any = None) -> TensorWindow:
      name, error) = allocator.extension().window_of(tensor.data_ptr(), _group_name(group))
     if error:
         raise CCOInvalidUsage(f"window_of: {error}")
-    communicator = _communicator(comm)
+    communicator = _communicator(comm, name)
     win = BackendWindow(communicator, window, local_ptr, window_bytes, owns=None, keepalive=tensor)
     return TensorWindow(win, offset, pad_offset, communicator, name)

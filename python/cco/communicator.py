@@ -31,7 +31,7 @@ import weakref
 from collections import namedtuple
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from . import _abi, _lib
+from . import _abi, _lib, collectives
 from ._convert import INT, POINTER, SIZE_T, UINT64, to_c
 from .devcomm import CCODevCommRequirements, DevComm
 from .errors import CCOError, CCOInternalError, CCOInvalidArgument, CCOInvalidUsage, error_for
@@ -464,6 +464,74 @@ class Communicator:
         self._check_alive()
         self._check(self._lib.ccoCommAbort(self._h))
 
+    # ---------------------------------------------- collectives on windows
+
+    def all_reduce(self, tensor: Any, op: Any = "sum", out: Any = None, stream: Any = None) -> Any:
+        """Collective: every rank's `tensor` reduced elementwise with `op`
+        ("sum", "max" or "min") into `out` on every rank, in place when
+        `out` is None; returns the result (`out`, else `tensor`).
+
+        `tensor` and `out` are torch tensors, cupy arrays, numpy arrays (host
+        platform) or cco array views, contiguous, of float32, bfloat16,
+        float16 or int32, in windows of this communicator at the same
+        offsets on every rank (docs/collectives_python.md); every rank
+        passes the same shape, dtype and op. On a GPU the work is enqueued
+        on `stream` (a handle, a torch or cupy stream, a CUstream; by default
+        torch's current stream for a torch tensor, cupy's for a cupy array)
+        and the call returns: it can be captured in a CUDA graph, once one
+        call of the communicator ran outside the capture. The host platform
+        reduces before returning. Half types are reduced in float32 and
+        rounded once; sums add the ranks in rank order, so every rank gets
+        the same bits. A tensor outside the windows raises CCONotInWindow.
+        """
+        return collectives.all_reduce(self, tensor, op, out, stream)
+
+    def all_gather(self, tensor: Any, out: Any, stream: Any = None) -> Any:
+        """Collective: rank r's `tensor` lands in block r of `out` on every
+        rank. `out` has size x tensor.numel() elements (any shape), and may
+        be a tensor whose block `rank` is `tensor`. Returns `out`.
+        Arguments and streams as :meth:`all_reduce`."""
+        return collectives.all_gather(self, tensor, out, stream)
+
+    def reduce_scatter(self, tensor: Any, out: Any, op: Any = "sum", stream: Any = None) -> Any:
+        """Collective: `tensor` is size blocks of out.numel() elements; rank
+        r's `out` gets block r reduced over every rank with `op`. Returns
+        `out`. Arguments and streams as :meth:`all_reduce`."""
+        return collectives.reduce_scatter(self, tensor, out, op, stream)
+
+    def all_to_all(self, tensor: Any, out: Any, stream: Any = None) -> Any:
+        """Collective: `tensor` is size equal blocks; block p goes to rank p,
+        into block `rank` of its `out` (the same number of elements as
+        `tensor`, not overlapping it). Returns `out`. Arguments and streams
+        as :meth:`all_reduce`."""
+        return collectives.all_to_all(self, tensor, out, stream)
+
+    def broadcast(self, tensor: Any, root: int, out: Any = None, stream: Any = None) -> Any:
+        """Collective: rank `root`'s `tensor` into `out` on every rank (into
+        `tensor` itself when `out` is None). Every rank passes a tensor of
+        the same shape and dtype in a window. Returns the result.
+        Arguments and streams as :meth:`all_reduce`."""
+        return collectives.broadcast(self, tensor, root, out, stream)
+
+    def collective_algorithm(self, name: str, nbytes: int) -> str:
+        """The algorithm a collective of `nbytes` would use here ("oneshot",
+        "ll", "twoshot", "push", "pull", "hier"), CCO_ALGO included; `name`
+        is "all_reduce", "all_gather", "reduce_scatter", "all_to_all" or
+        "broadcast" (or the C names, "allreduce" ...)."""
+        return collectives.collective_algorithm(self, name, nbytes)
+
+    def _external_alias(self, ptr: int, nbytes: int) -> Optional[int]:
+        """The flat-VA alias of [ptr, ptr + nbytes) when it lies in the
+        memory of an external window of this communicator (its own address,
+        outside the flat VA), else None."""
+        with self._lock:
+            windows = list(self._windows.values())
+        for win in windows:
+            src = win.source_ptr
+            if src is not None and win._alive and src <= ptr and ptr + nbytes <= src + win.size:
+                return win._local_ptr + (ptr - src)
+        return None
+
     # ---------------------------------------------------- symmetric memory
 
     def alloc_mem(self, size: int) -> AllocatedMemory:
@@ -554,7 +622,7 @@ class Communicator:
         self._check(self._lib.ccoWindowRegisterExternal(self._h, ptr, nbytes, ctypes.byref(win),
                                                         ctypes.byref(local)))
         window = RegisteredWindow(self, _written(win), _written(local), nbytes, owns="external",
-                                  keepalive=keepalive)
+                                  keepalive=keepalive, source_ptr=ptr)
         self._track(window)
         return window
 

@@ -11,6 +11,8 @@ working: :class:`CCOInvalidArgument` is a ``ValueError`` and
 :class:`CCOTimeout` a ``TimeoutError``. :class:`CCOArgumentOverflow`, an
 integer argument its C type cannot hold, is both a ``CCOInvalidArgument``
 and an ``OverflowError`` (what Python's own conversions raise for it).
+:class:`CCONotInWindow`, a collective's buffer outside the communicator's
+windows, is a ``CCOInvalidArgument`` too.
 """
 from __future__ import annotations
 
@@ -62,6 +64,13 @@ class CCOArgumentOverflow(CCOInvalidArgument, OverflowError):
     """An integer argument out of the range of the C type it is passed as
     (ctypes would keep its low bits: 2**32 + 1 as an ``int`` is 1). Raised
     by the package before any C call; its code is ccoInvalidArgument."""
+
+
+class CCONotInWindow(CCOInvalidArgument):
+    """A collective was given a tensor or array whose memory is not in a
+    window of the communicator (a plain ``torch.empty``, a numpy array of
+    its own, memory allocated but never registered). Its code is
+    ccoInvalidArgument; the message names the buffer's shape and dtype."""
 
 
 class CCOInvalidUsage(CCOError):

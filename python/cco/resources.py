@@ -116,7 +116,7 @@ class RegisteredWindow(Resource, Region):
 
     def __init__(self, comm: "Communicator", handle: int, local_ptr: int, size: int,
                  owns: Optional[str] = None, memory: Optional[AllocatedMemory] = None,
-                 keepalive: Any = None) -> None:
+                 keepalive: Any = None, source_ptr: Optional[int] = None) -> None:
         super().__init__(comm)
         self._handle = handle
         self._local_ptr = local_ptr
@@ -124,6 +124,9 @@ class RegisteredWindow(Resource, Region):
         self.owns = owns  # None, "alloc" or "external": what deregistering also releases
         self.memory = memory  # the AllocatedMemory it was registered over, if tracked
         self._keepalive = keepalive  # e.g. the torch tensor of an external window
+        # An external window's memory at its own address (local_ptr is its
+        # alias in the flat VA): a tensor there is still in this window.
+        self.source_ptr = source_ptr
 
     @property
     def handle(self) -> int:

@@ -52,10 +52,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   mps_start
   # windows and LSA with 2, 4, 8 ranks; SDMA and GDA with 2 (GDA's barriers on two
   # virtual hosts); NVSHMEM's LSA figures with 2, 4, 8: each beside its references.
-  # Triton kernels against the same CUDA C kernels (bench_triton.py) at 2, 4, 8 ranks.
+  # Triton kernels against the same CUDA C kernels (bench_triton.py) at 2, 4, 8 ranks; the
+  # collectives in CUDA graphs against torch's kernels on NVSHMEM (coll) at 2, 4, 8 ranks; torch
+  # backend "CCO" against torch's NVSHMEM backend (torch): rendezvous and one_shot_all_reduce.
   perf gpu
-  # torch backend "CCO" against torch's NVSHMEM backend: rendezvous and one_shot_all_reduce.
-  python3 bench/bench_torch_symm.py --bin "$bin" --ranks 2 | tee "$out/bench_torch_symm.jsonl"
   mps_stop
   # shellcheck source=tests/scripts/pyvenv.sh
   source tests/scripts/pyvenv.sh

@@ -4,7 +4,9 @@
 # collectives with 2, 4 and 8 ranks (and each all-reduce algorithm forced), the
 # SDMA tests with 2 and 4 ranks and the GDA tests with 2 and 4 ranks on two
 # virtual hosts under MPS, a rank killed while the others wait in device
-# barriers (the liveness monitor), then the examples and torch backend "CCO"
+# barriers (the liveness monitor), then the examples, the Python package, the
+# collectives on torch tensors (eager and in CUDA graphs, each all-reduce
+# algorithm forced, a backend "CCO" tensor) and torch backend "CCO"
 # (tests/gpu/run_torch_backend.sh).
 # Usage: run_gpu_tests.sh BIN_DIR
 set -u
@@ -66,6 +68,22 @@ for n in 2 4; do
 $n ranks under MPS" liveness_run "$n"
 done
 suite_programs "$bin" 4 "ranks under MPS"
+# The collectives on torch tensors in windows, eagerly and replayed in CUDA graphs.
+coll=(-x CCO_LIBRARY="$bin/../lib/libcco.so" -x PYTHONPATH="$here/../../python" python3 "$here/test_coll_torch.py")
+for n in 2 4; do
+  run "collectives on torch tensors (every type and operator; CUDA graphs replayed 100 times), $n ranks under MPS" \
+    "$bin/ccorun" -t 600 -n "$n" -p "${coll[@]}"
+done
+for algo in oneshot ll twoshot; do
+  # ll is the small-message algorithm: up to 1 MiB, as bench/bench_coll.py times it.
+  max=$([ "$algo" = ll ] && echo $((1 << 20)) || echo $((1 << 40)))
+  run "all_reduce with CCO_ALGO=$algo, eager and in CUDA graphs, 4 ranks under MPS" \
+    "$bin/ccorun" -t 600 -n 4 -p -x CCO_ALGO="$algo" "${coll[@]}" --only all_reduce --algo "$algo" --max-bytes "$max"
+done
+store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
+run "collectives on a tensor of torch backend CCO (window_of), eager and in a CUDA graph, 2 ranks under MPS" \
+  "$bin/ccorun" -t 600 -n 2 -p -x CCO_TORCH_STORE="$store" "${coll[@]}" --part backend
+rm -f "$store"
 # shellcheck source=tests/gpu/triton_suite.sh
 source "$here/triton_suite.sh"; triton_suite "$bin"
 # Last: its timeout step ends with a fatal fault of an MPS client.

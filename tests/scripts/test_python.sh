@@ -39,7 +39,8 @@ if command -v ldd >/dev/null && ldd "$lib" | grep -q libasan; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 cd "$src" || exit 1
-"$CCO_PYTHON" -m pytest -q -p no:cacheprovider --basetemp="$build/pytest-tmp" tests/python
+# -rs: every skipped test says why (what did not run is never silent).
+"$CCO_PYTHON" -m pytest -q -rs -p no:cacheprovider --basetemp="$build/pytest-tmp" tests/python
 rc=$?
 if [ "$rc" -eq 5 ]; then echo "test_python: pytest collected no tests"; exit 1; fi
 exit "$rc"
