@@ -79,10 +79,10 @@
     "take twice that; chunks are a quarter of it, at most 1 MiB (every rank must use the "  \
     "same value)")                                                                          \
   X(CCO_ALGO, NULL, STR, "", COLL, NULL,                                                    \
-    "collectives' algorithm: empty or auto (chosen by size and LSA size), one name for "   \
-    "every collective (oneshot, ll, twoshot, push, pull), or a list such as "               \
-    "allreduce=ll,allgather=push; a collective without that algorithm fails (every rank "   \
-    "must use the same value)")                                                             \
+    "collectives' algorithm: empty or auto (chosen by size and LSA size); a name "         \
+    "(oneshot, ll, twoshot, push, pull) used by every call that can use it; or "            \
+    "collective=name items (allreduce=ll,allgather=push), refused by a call that cannot "  \
+    "use that algorithm (every rank must use the same value)")                              \
   X(CCO_COLL_PARTS, NULL, INT, "0", COLL, NULL,                                             \
     "parts (GPU blocks, or CPU threads on the host platform) of every collective call; 0 "  \
     "takes the platform default (16 on GPUs, 2 on the host), capped at the blocks' limit "  \

@@ -55,14 +55,17 @@ const char* cco_coll_algo_name(ccoAlgo_t algo);
 /* ------------------------------------------------------------ selection */
 /* src/coll/coll_select.c: which algorithm a call uses. */
 
-/* What CCO_ALGO forces, per kind (ccoAlgoAuto: nothing forced). */
+/* What CCO_ALGO forces, per kind (ccoAlgoAuto: nothing forced). A bare
+ * name is a preference, for the calls that can use it (cco_coll_types.h);
+ * a kind=name entry is a demand, refused where it cannot be met. */
 typedef struct {
   ccoAlgo_t forced[CCO_COLL_KINDS];
+  bool demanded[CCO_COLL_KINDS]; /* named for this kind (kind=name) */
 } cco_coll_config;
 
 /* Parses CCO_ALGO: empty or "auto", one algorithm name for every
- * collective ("ll"), or a list of kind=name ("allreduce=ll,allgather=push").
- * On failure writes why into `why`. */
+ * collective ("ll"), or a list of kind=name ("allreduce=ll,allgather=push"),
+ * or both ("ll,allgather=push"). On failure writes why into `why`. */
 ccoResult_t cco_coll_config_parse(const char* text, cco_coll_config* cfg, char* why, size_t whySize);
 
 /* Whether collective `kind` has algorithm `algo`. */
@@ -72,8 +75,10 @@ const char* cco_coll_algo_list(cco_coll_kind kind);
 
 /* The algorithm for a call of `bytes` (count x element size, count as the
  * host call takes it) over lsaSize ranks on nNodes hosts. ccoUnsupported
- * for several hosts; ccoInvalidUsage (detail in `why`) when CCO_ALGO forces
- * an algorithm the collective does not have, or LL beyond its limit. */
+ * for several hosts. An algorithm CCO_ALGO names for every collective is
+ * used by the calls that can use it (the collective has it; LL within its
+ * limit), the others choose as without it; one named for this collective
+ * (kind=name) that it cannot use is ccoInvalidUsage, why in `why`. */
 ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size_t bytes, int lsaSize,
                             int nNodes, ccoAlgo_t* algo, char* why, size_t whySize);
 

@@ -105,7 +105,7 @@ const char* cco_coll_algo_list(cco_coll_kind kind) {
 
 ccoResult_t cco_coll_config_parse(const char* text, cco_coll_config* cfg, char* why, size_t whySize) {
   cco_coll_config c;
-  for (int k = 0; k < CCO_COLL_KINDS; k++) c.forced[k] = ccoAlgoAuto;
+  for (int k = 0; k < CCO_COLL_KINDS; k++) c.forced[k] = ccoAlgoAuto, c.demanded[k] = false;
   const char* p = text ? text : "";
   while (*p) {
     const char* end = strchr(p, ',');
@@ -136,7 +136,7 @@ ccoResult_t cco_coll_config_parse(const char* text, cco_coll_config* cfg, char* 
       return ccoInvalidUsage;
     }
     for (int k = 0; k < CCO_COLL_KINDS; k++)
-      if (kind < 0 || k == kind) c.forced[k] = (ccoAlgo_t)algo;
+      if (kind < 0 || k == kind) c.forced[k] = (ccoAlgo_t)algo, c.demanded[k] = kind >= 0 && algo != ccoAlgoAuto;
     p = end ? end + 1 : p + len;
   }
   *cfg = c;
@@ -160,21 +160,21 @@ ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size
     return ccoUnsupported;
   }
   ccoAlgo_t forced = cfg ? cfg->forced[kind] : ccoAlgoAuto;
-  if (forced == ccoAlgoAuto) {
-    *algo = auto_algo(kind, bytes, lsaSize);
-    return ccoSuccess;
+  bool demanded = cfg && cfg->demanded[kind];
+  const char* cannot = NULL;
+  char limit[96];
+  if (forced != ccoAlgoAuto && !cco_coll_has_algo(kind, forced)) {
+    cannot = "which it does not have";
+  } else if (forced == ccoAlgoLL && bytes > CCO_COLL_LL_MAX_BYTES) {
+    snprintf(limit, sizeof(limit), "whose largest all-reduce is %u bytes", (unsigned)CCO_COLL_LL_MAX_BYTES);
+    cannot = limit;
   }
-  if (!cco_coll_has_algo(kind, forced)) {
-    snprintf(why, whySize, "CCO_ALGO forces %s, which %s does not have (it has: %s)", cco_coll_algo_name(forced),
-             cco_coll_api_name(kind), cco_coll_algo_list(kind));
+  if (cannot && demanded) {
+    snprintf(why, whySize, "CCO_ALGO forces %s=%s for %s of %zu bytes, %s (it has: %s)", cco_coll_kind_name(kind),
+             cco_coll_algo_name(forced), cco_coll_api_name(kind), bytes, cannot, cco_coll_algo_list(kind));
     return ccoInvalidUsage;
   }
-  if (forced == ccoAlgoLL && bytes > CCO_COLL_LL_MAX_BYTES) {
-    snprintf(why, whySize, "CCO_ALGO forces ll, whose largest all-reduce is %u bytes; this one has %zu",
-             (unsigned)CCO_COLL_LL_MAX_BYTES, bytes);
-    return ccoInvalidUsage;
-  }
-  *algo = forced;
+  *algo = forced == ccoAlgoAuto || cannot ? auto_algo(kind, bytes, lsaSize) : forced;
   return ccoSuccess;
 }
 

@@ -119,7 +119,8 @@ typedef struct {
 
 static uint64_t config_hash(const cco_coll_config* cfg, int64_t envParts) {
   uint64_t h = 1469598103934665603ull;
-  for (int k = 0; k < CCO_COLL_KINDS; k++) h = (h ^ (uint64_t)cfg->forced[k]) * 1099511628211ull;
+  for (int k = 0; k < CCO_COLL_KINDS; k++)
+    h = (h ^ ((uint64_t)cfg->forced[k] << 1 | (uint64_t)cfg->demanded[k])) * 1099511628211ull;
   return (h ^ (uint64_t)envParts) * 1099511628211ull;
 }
 

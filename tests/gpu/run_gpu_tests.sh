@@ -46,7 +46,7 @@ for n in 2 4 8; do
   run "collectives (every call x type x operator x size, CUDA graphs replayed 1,000 times, errors, \
 mismatched ranks), $n ranks under MPS" "$bin/ccorun" -t 600 -n "$n" "$bin/test_coll_gpu"
 done
-for algo in allreduce=oneshot allreduce=ll allreduce=twoshot; do
+for algo in allreduce=oneshot allreduce=ll allreduce=twoshot ll; do
   run "collectives with CCO_ALGO=$algo, 4 ranks under MPS" \
     "$bin/ccorun" -t 600 -n 4 -x CCO_ALGO="$algo" "$bin/test_coll_gpu" --quick --replays 200
 done

@@ -82,12 +82,29 @@ TEST(forced_and_refused) {
   CHECK_EQ(cco_coll_config_parse("allreduce=twoshot", &c, why, sizeof(why)), ccoSuccess);
   CHECK_EQ(pick(&c, CCO_COLL_ALLREDUCE, 8, 4), ccoAlgoTwoShot);
   CHECK_EQ(pick(&c, CCO_COLL_ALLGATHER, 8, 4), ccoAlgoPush);
+  /* A bare name: used where it can be, the automatic choice elsewhere. */
   CHECK_EQ(cco_coll_config_parse("ll", &c, why, sizeof(why)), ccoSuccess);
+  CHECK(!c.demanded[CCO_COLL_ALLREDUCE]);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLREDUCE, 48 << 10, 4), ccoAlgoLL);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLREDUCE, 1 << 30, 4), ccoAlgoTwoShot);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLGATHER, 8, 4), ccoAlgoPush);
+  CHECK_EQ(cco_coll_config_parse("oneshot", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLREDUCE, 1 << 30, 4), ccoAlgoOneShot);
+  CHECK_EQ(pick(&c, CCO_COLL_BROADCAST, 8, 4), ccoAlgoPull);
+  /* Named for a collective: refused where it cannot be used. */
+  CHECK_EQ(cco_coll_config_parse("ll,allgather=ll,allreduce=ll", &c, why, sizeof(why)), ccoSuccess);
+  CHECK(c.demanded[CCO_COLL_ALLGATHER] && c.demanded[CCO_COLL_ALLREDUCE] && !c.demanded[CCO_COLL_BROADCAST]);
   CHECK_EQ(cco_coll_select(&c, CCO_COLL_ALLGATHER, 8, 4, 1, &a, why, sizeof(why)), ccoInvalidUsage);
-  CHECK(strstr(why, "ccoAllGather does not have") != NULL && strstr(why, "push") != NULL);
+  CHECK(strstr(why, "allgather=ll") != NULL && strstr(why, "does not have") != NULL && strstr(why, "push") != NULL);
   CHECK_EQ(a, ccoAlgoAuto); /* untouched on failure */
   CHECK_EQ(cco_coll_select(&c, CCO_COLL_ALLREDUCE, 1 << 30, 4, 1, &a, why, sizeof(why)), ccoInvalidUsage);
   CHECK(strstr(why, "largest") != NULL);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLREDUCE, 1024, 4), ccoAlgoLL);
+  CHECK_EQ(pick(&c, CCO_COLL_BROADCAST, 1024, 4), ccoAlgoPull);
+  /* kind=auto undoes a demand. */
+  CHECK_EQ(cco_coll_config_parse("allgather=ll,allgather=auto", &c, why, sizeof(why)), ccoSuccess);
+  CHECK(!c.demanded[CCO_COLL_ALLGATHER]);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLGATHER, 8, 4), ccoAlgoPush);
   CHECK_EQ(cco_coll_select(NULL, CCO_COLL_ALLREDUCE, 8, 4, 2, &a, why, sizeof(why)), ccoUnsupported);
   CHECK(strstr(why, "hosts") != NULL);
 }
