@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "coll/coll.h"
 #include "platform/cuda/cuda_driver.h"
 #include "platform/platform.h"
 
@@ -395,6 +396,56 @@ int main(void) {
          "cuMemAlloc'd pointer refused (range %zu bytes): %s", ls, result_name(r));
     if (r == ccoSuccess) ops->chunk_release(p, &ec);
     cu->memFree(legacy);
+  }
+
+  /* ---- kernels of libcco's own: the collectives' fatbin, loaded once per
+   * context and shared, its kernels found, sized and launched */
+  if (cco_coll_fatbin_size == 0) {
+    step(true, "this build has no collectives' fatbin: kernel ops not checked");
+  } else {
+    void* mod = NULL;
+    void* mod2 = NULL;
+    void* add = NULL;
+    void* block = NULL;
+    void* none = NULL;
+    r = ops->module_get(p, cco_coll_fatbin, &mod);
+    step(r == ccoSuccess, "module_get of the collectives' fatbin (%zu bytes): %s", cco_coll_fatbin_size,
+         result_name(r));
+    if (r == ccoSuccess) {
+      r = ops->module_get(p, cco_coll_fatbin, &mod2);
+      step(r == ccoSuccess && mod2 == mod, "a second module_get in the same context shares the module");
+      ccoResult_t ra = ops->kernel_get(p, mod, CCO_COLL_STREAM_SIGNAL_ADD_KERNEL, &add);
+      ccoResult_t rb = ops->kernel_get(p, mod, "ccoCollAllReduceOneShot", &block);
+      step(ra == ccoSuccess && rb == ccoSuccess, "kernel_get of two kernels: %s / %s", result_name(ra), result_name(rb));
+      r = ops->kernel_get(p, mod, "ccoNoSuchKernel", &none);
+      step(r != ccoSuccess, "kernel_get of a name the module lacks fails: %s", result_name(r));
+      int fit = 0;
+      r = rb == ccoSuccess ? ops->kernel_coresident(p, block, CCO_COLL_THREADS, &fit) : rb;
+      step(r == ccoSuccess && fit > 0, "blocks of %d threads resident at once: %d (%s)", CCO_COLL_THREADS, fit,
+           result_name(r));
+      void* host = NULL;
+      void* stream = NULL;
+      uint64_t dev = 0;
+      bool capturing = true;
+      ccoResult_t rh = ops->hostmap_alloc(p, 64, &host, &dev);
+      ccoResult_t rs = ops->stream_create(p, &stream);
+      r = rs == ccoSuccess ? ops->stream_capturing(p, stream, &capturing) : rs;
+      step(rh == ccoSuccess && r == ccoSuccess && !capturing, "a fresh stream is not capturing: %s", result_name(r));
+      if (rh == ccoSuccess && rs == ccoSuccess && ra == ccoSuccess) {
+        uint64_t sig = dev, value = 5;
+        void* params[2] = {&sig, &value};
+        ccoResult_t rl = ccoSuccess;
+        for (int k = 0; k < 3 && rl == ccoSuccess; k++) rl = ops->launch(p, add, 1, 1, stream, params);
+        volatile uint64_t* word = (volatile uint64_t*)host;
+        for (int ms = 0; ms < 5000 && *word != 15; ms++) usleep(1000);
+        step(rl == ccoSuccess && *word == 15, "three launches of the signal-add kernel on a stream: %llu (want 15), %s",
+             (unsigned long long)*word, result_name(rl));
+      }
+      if (rs == ccoSuccess) ops->stream_destroy(p, stream);
+      if (rh == ccoSuccess) ops->hostmap_free(p, host);
+      ops->module_put(p, mod2);
+      ops->module_put(p, mod);
+    }
   }
 
   free(out);
