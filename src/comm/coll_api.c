@@ -359,7 +359,12 @@ static ccoResult_t build_args(ccoComm* comm, cco_coll_engine* e, const coll_call
  * cannot match: peers that launched fail their signature check instead of
  * waiting for this rank (every rank then fails), and ranks that all
  * refused the same call meet, match and move on, with the communicator
- * still usable. The algorithm is the one the peers most likely chose. */
+ * still usable. The algorithm is the one the peers most likely chose;
+ * except LL, which has no barrier to carry a signature: an LL call of
+ * another count would leave the peers' LL epochs out of step (wrong
+ * results later) instead of failing them, so then nothing is launched and
+ * the peers wait, for CCO_COLL_TIMEOUT on the host platform, for an abort
+ * on a GPU. */
 static void launch_refused(ccoComm* comm, cco_coll_engine* e, const coll_call* c) {
   size_t esize = ccoDataTypeSize(c->dtype);
   size_t bytes = esize && c->count <= SIZE_MAX / esize ? c->count * esize : 0;
@@ -368,6 +373,7 @@ static void launch_refused(ccoComm* comm, cco_coll_engine* e, const coll_call* c
   if (cco_coll_select(&cco_coll_engine_config(e)->config, c->kind, bytes, comm->topo.lsaSize, comm->topo.nNodes, &algo, why,
                       sizeof(why)) != ccoSuccess)
     cco_coll_select(NULL, c->kind, bytes, comm->topo.lsaSize, 1, &algo, why, sizeof(why));
+  if (algo == ccoAlgoLL) return;
   ccoCollArgs a;
   memset(&a, 0, sizeof(a));
   a.sendWin = a.recvWin = a.scratchWin = cco_coll_engine_config(e)->scratchWin;

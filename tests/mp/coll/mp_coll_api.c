@@ -444,7 +444,8 @@ static void expect_job_failed(ccoComm* comm, ccoResult_t res, bufs* b, const cha
 
 static void phase_mismatch(void) {
   if (g_size < 2) return; /* one rank cannot disagree with itself */
-  /* Counts that differ (the same algorithm on every rank). */
+  /* Counts that differ (one-shot on every rank: LL carries no signature,
+   * docs/collectives_host.md). */
   ccoComm* comm = new_comm();
   bufs b;
   if (comm && make_bufs(comm, 1 << 20, &b)) {
@@ -455,11 +456,12 @@ static void phase_mismatch(void) {
              "rank %d: the failure does not say why: %s", g_rank, ccoGetLastError(comm));
   }
   if (comm) OK(NULL, ccoCommDestroy(comm));
-  /* The same count at other offsets on one rank. */
+  /* The same count at other offsets on one rank. 160 KB: one-shot (LL
+   * reads and writes only this rank's buffers, so offsets cannot clash). */
   comm = new_comm();
   if (comm && make_bufs(comm, 1 << 20, &b)) {
     size_t shift = g_rank == g_size - 1 ? 1024 : 0;
-    ccoResult_t res = ccoAllReduce(comm, b.send + shift, b.recv + shift, 1000, ccoFloat32, ccoSum, NULL);
+    ccoResult_t res = ccoAllReduce(comm, b.send + shift, b.recv + shift, 40000, ccoFloat32, ccoSum, NULL);
     expect_job_failed(comm, res, &b, "other offsets on one rank");
   }
   if (comm) OK(NULL, ccoCommDestroy(comm));
@@ -468,7 +470,7 @@ static void phase_mismatch(void) {
   comm = new_comm();
   if (comm && make_bufs(comm, 1 << 20, &b)) {
     char* send = g_rank == 1 ? b.send + 2 : b.send;
-    ccoResult_t res = ccoAllReduce(comm, send, b.recv, 1000, ccoFloat32, ccoSum, NULL);
+    ccoResult_t res = ccoAllReduce(comm, send, b.recv, 40000, ccoFloat32, ccoSum, NULL);
     expect_job_failed(comm, res, &b, "one rank refusing its arguments");
   }
   if (comm) OK(NULL, ccoCommDestroy(comm));
@@ -485,6 +487,26 @@ static void phase_mismatch_algo(void) {
     ccoResult_t res = ccoAllReduce(comm, b.send, b.recv, count, ccoFloat32, ccoSum, NULL);
     expect_job_failed(comm, res, &b, "counts choosing different algorithms");
     if (g_rank == 0) printf("mismatch-algo: every rank failed after %.2f s\n", mp_now() - t0);
+  }
+  if (comm) OK(NULL, ccoCommDestroy(comm));
+  /* One rank refuses an LL-sized call: it launches nothing (LL has no
+   * signature to fail the peers with), so the others wait out the timeout. */
+  comm = new_comm();
+  if (comm && make_bufs(comm, 1 << 20, &b)) {
+    char* send = g_rank == 1 ? b.send + 2 : b.send;
+    double t0 = mp_now();
+    ccoResult_t res = ccoAllReduce(comm, send, b.recv, 256, ccoFloat32, ccoSum, NULL);
+    if (g_rank == 1) {
+      MP_CHECK(res == ccoInvalidArgument, "rank 1: misaligned sendbuf: %d '%s'", res, ccoGetLastError(comm));
+      ccoResult_t async = ccoSuccess;
+      while (async == ccoSuccess && mp_now() - t0 < 30) {
+        mp_sleep(0.05);
+        OK(comm, ccoCommGetAsyncError(comm, &async));
+      }
+      MP_CHECK(async != ccoSuccess, "rank 1: the peers' timeout did not reach the refusing rank");
+    } else {
+      expect_job_failed(comm, res, &b, "an LL call one rank refused");
+    }
   }
   if (comm) OK(NULL, ccoCommDestroy(comm));
 }
