@@ -41,7 +41,9 @@ check_layout() {
   for h in cco/cco.h cco/cco_devcomm.h cco/cco_window.h cco/cco_device.h cco/cco_sdma.h cco/cco_gda.h \
     cco/cco_scale_out.h cco/cco_device_all.h cco/device/cco_arch.h cco/device/cco_gda_types.h \
     cco/device/cco_sdma_types.h cco/device/impl/arch_impl.h cco/device/impl/lsa_impl.h \
-    cco/device/impl/sdma_impl.h cco/device/impl/gda_impl.h; do
+    cco/device/impl/sdma_impl.h cco/device/impl/gda_impl.h cco/cco_coll_types.h cco/cco_coll.h \
+    cco/device/impl/coll_impl.h cco/device/impl/coll_reduce_impl.h cco/device/impl/coll_ll_impl.h \
+    cco/device/impl/coll_convert_impl.h; do
     [ -f "$inc/$h" ] || { echo "missing: include/$h"; return 1; }
   done
   echo "${#headers[@]} headers: ${headers[*]}"
