@@ -47,14 +47,7 @@ list(APPEND gencode -gencode arch=compute_${newest},code=compute_${newest})
 
 # The device building blocks come from include/cco/cco_coll.h.
 set(includes -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/src)
-if(CCO_COLL_STANDIN_INCLUDE)
-  list(APPEND includes -I${CCO_COLL_STANDIN_INCLUDE})
-endif()
 file(GLOB_RECURSE deps CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/cco/*.h ${CMAKE_SOURCE_DIR}/src/coll/kernels/*)
-if(CCO_COLL_STANDIN_INCLUDE)
-  file(GLOB_RECURSE standin CONFIGURE_DEPENDS ${CCO_COLL_STANDIN_INCLUDE}/*.h)
-  list(APPEND deps ${standin})
-endif()
 
 set(out ${CMAKE_BINARY_DIR}/coll_kernels)
 add_custom_command(OUTPUT ${out}/coll_kernels.fatbin
