@@ -339,24 +339,30 @@ ccoResult_t ccoQuietOnStream(ccoComm* comm, void* stream);
 /* Every rank of the communicator calls the same collective with the same
  * count, type, operator (and root), in the same order. sendbuf and recvbuf
  * lie inside windows registered on `comm` (ccoWindowRegister...), at the same
- * offsets on every rank; recvbuf == sendbuf is in place. The call enqueues
- * the work on `stream` (a CUstream / cudaStream_t; NULL is the legacy default
- * stream) and returns: no host synchronisation and no allocation per call,
- * so it can be captured in a CUDA graph (the first collective of a
- * communicator sets its state up: make it before capturing). The host
+ * offsets on every rank; recvbuf == sendbuf is in place (all-gather and
+ * reduce-scatter: NCCL's forms, below). count 0 takes NULL buffers. The
+ * call enqueues the work on `stream` (a CUstream / cudaStream_t; NULL is the
+ * legacy default stream) and returns: no host synchronisation and no
+ * allocation per call, so it can be captured in a CUDA graph (the first
+ * collective of a communicator sets its state up, on every rank together:
+ * make it before capturing). Collectives of a communicator must run in the
+ * order they were called (one stream, or ordered streams). The host
  * platform runs the same device code on CPU threads before returning.
  * The algorithm is chosen by size and LSA size; CCO_ALGO forces one
- * (docs/collectives.md). Errors: a buffer outside a window (ccoInvalidArgument,
- * naming it), a count that overflows the window, an unknown type or
- * operator; ranks that disagree are reported by the device code
- * (ccoCommGetAsyncError) instead of hanging. */
+ * (docs/collectives_host.md). One host only for now (ccoUnsupported on
+ * several). Errors: a buffer outside a window (ccoInvalidArgument, naming
+ * it), a count that overflows the window, an unknown type or operator;
+ * ranks that disagree are reported by the device code (the call on the
+ * host platform, ccoCommGetAsyncError and the next call on a GPU) instead
+ * of hanging, except under LL (small all-reduces), which has no signature. */
 ccoResult_t ccoAllReduce(ccoComm* comm, const void* sendbuf, void* recvbuf, size_t count,
                          ccoDataType_t dtype, ccoRedOp_t op, void* stream);
-/* recvbuf holds nRanks x sendcount elements, rank r's at r x sendcount. */
+/* recvbuf holds nRanks x sendcount elements, rank r's at r x sendcount.
+ * In place: sendbuf == recvbuf + rank x sendcount. */
 ccoResult_t ccoAllGather(ccoComm* comm, const void* sendbuf, void* recvbuf, size_t sendcount,
                          ccoDataType_t dtype, void* stream);
 /* sendbuf holds nRanks x recvcount elements; rank r gets the reduction of
- * every rank's block r. */
+ * every rank's block r. In place: recvbuf == sendbuf + rank x recvcount. */
 ccoResult_t ccoReduceScatter(ccoComm* comm, const void* sendbuf, void* recvbuf, size_t recvcount,
                              ccoDataType_t dtype, ccoRedOp_t op, void* stream);
 /* Block p of sendbuf (count elements) goes to rank p, into block `rank` of
