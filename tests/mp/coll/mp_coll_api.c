@@ -276,7 +276,9 @@ static void phase_matrix(void) {
           for (int inPlace = 0; inPlace < 2; inPlace++) {
             if (inPlace && kind == A2A) continue;
             if (big && inPlace != (dtype & 1)) continue;
-            coll_case c = {kind, dtype, op, kind == BC ? (int)(seed % (uint32_t)g_size) : 0, inPlace, count, seed++};
+            int root = kind == BC ? (int)(seed % (uint32_t)g_size) : 0;
+            coll_case c = {kind, dtype, op, root, inPlace, count, seed};
+            seed++;
             ccoResult_t refusal;
             int allowed = algorithm_allowed(&c, &refusal);
             ccoResult_t res = run_case(&b, &c);
