@@ -17,6 +17,7 @@
 #include "boot/liveness.h"
 #include "boot/topology.h"
 #include "cco/cco.h"
+#include "coll/coll.h"
 #include "mem/mem.h"
 #include "platform/platform.h"
 #include "transport/transport.h"
@@ -126,7 +127,10 @@ void cco_coll_api_poll(ccoComm* comm);
  * names the argument in messages. */
 ccoResult_t cco_comm_window_addr(ccoComm* comm, ccoWindow_t win, int lsa, size_t off, size_t bytes, bool signal,
                                  const char* what, uint64_t* addr);
+/* The collectives' state (src/comm/coll_state.c): made by every rank's
+ * first collective call, together; `api` names the call in messages. */
+ccoResult_t cco_coll_state_setup(ccoComm* comm, cco_coll_engine* e, const char* api, void* stream);
 /* The communicator's collectives engine (the stream calls use it too). */
-struct cco_coll_engine* cco_comm_coll_engine(ccoComm* comm);
+cco_coll_engine* cco_comm_coll_engine(ccoComm* comm);
 
 #endif /* CCO_COMM_COMM_H_ */
