@@ -9,15 +9,14 @@
 #include "cco/cco_coll.h"
 #include "coll/coll.h"
 
-/* All-reduce on one host. Start values, to be tuned on the H200
- * (bench/RESULTS.md keeps the figures once measured):
+/* All-reduce on one host (bench/RESULTS.md, collectives, has the figures):
  *
- * - LL up to 16 KiB: data and flag travel in one 8-byte store, so there is
- *   no barrier round trip (about 1.6 us per LSA barrier between two GPUs)
- *   but half of every store is flag. NCCL's tuning on NVLink keeps its LL
- *   protocol to small messages of this order, and the one-shot kernel
- *   measured here costs 5.7-6.3 us from 1 to 16 KiB, mostly its two
- *   barriers.
+ * - LL up to 64 KiB (all of CCO_COLL_LL_MAX_BYTES): data and flag travel in
+ *   one 8-byte store, so there is no barrier round trip, but half of every
+ *   store is flag. On the H200 (ranks sharing it, CUDA graphs) LL took
+ *   4.7-5.2 us from 1 to 64 KiB at 2 ranks against one-shot's 8.3 us, and
+ *   7.9-9.6 us at 8 ranks against 12.9-13.2 us; at 256 KiB the two are
+ *   equal.
  * - one-shot while every rank's reads, (lsaSize - 1) x bytes, stay within
  *   2 MiB: 1 MiB at 2 ranks, about 680 KiB at 4 and 300 KiB at 8. The
  *   one-shot kernel was still 0.66x NCCL at 1 MiB on 2 GPUs, and the custom
@@ -25,7 +24,7 @@
  *   256-512 KiB on 8 GPUs.
  * - two-shot beyond: each rank reads and writes about 2 x bytes whatever
  *   the rank count. */
-#define CCO_COLL_LL_THRESHOLD_BYTES (16u << 10)
+#define CCO_COLL_LL_THRESHOLD_BYTES (64u << 10)
 #define CCO_COLL_ONESHOT_READ_BYTES (2u << 20)
 
 /* Parts per call. Every call of a communicator uses the same count, for

@@ -60,8 +60,8 @@ TEST(names) {
 TEST(automatic_choice) {
   /* All-reduce: LL when small, one-shot while (lsaSize - 1) x bytes <= 2 MiB, then two-shot. */
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 8, 2), ccoAlgoLL);
-  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 16 << 10, 8), ccoAlgoLL);
-  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, (16 << 10) + 4, 8), ccoAlgoOneShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 64 << 10, 8), ccoAlgoLL);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, (64 << 10) + 4, 8), ccoAlgoOneShot);
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 2 << 20, 2), ccoAlgoOneShot);
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, (2 << 20) + 4, 2), ccoAlgoTwoShot);
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 256 << 10, 8), ccoAlgoOneShot);
