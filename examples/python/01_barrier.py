@@ -81,9 +81,12 @@ def main() -> int:
         # Every rank learns every rank's verdict, so all exit alike.
         verdicts = comm.allgather(bytes([all(checks)]))
         ok = all(v == b"\x01" for v in verdicts)
-        print(f"01_barrier rank {rank}/{nranks} ({launcher}, {comm.platform}, lsa {comm.lsa_rank}/"
-              f"{comm.lsa_size}): window {win.size} B, host barrier {us:.1f} us; "
-              f"{'ok' if ok else 'FAILED ' + str(checks)}", flush=True)
+        # One write per line: the ranks share ccorun's stdout, and print() writes the text
+        # and its newline apart when Python runs unbuffered, so lines of ranks could join.
+        sys.stdout.write(f"01_barrier rank {rank}/{nranks} ({launcher}, {comm.platform}, lsa {comm.lsa_rank}/"
+                         f"{comm.lsa_size}): window {win.size} B, host barrier {us:.1f} us; "
+                         f"{'ok' if ok else 'FAILED ' + str(checks)}" "\n")
+        sys.stdout.flush()
     # Leaving the block released dc, win and mem (in that order), then comm.
     assert not (win.alive or mem.alive or dc.alive or comm.alive)
     if launcher == "torchrun":

@@ -140,9 +140,12 @@ def main() -> int:
             wrong = run_host(comm, win, nbytes, args.iters)
         verdicts = comm.allgather(wrong.to_bytes(8, "little"))
         total = sum(int.from_bytes(v, "little") for v in verdicts)
-        print(f"02_lsa_put rank {comm.rank}/{comm.size} ({comm.platform}): {nbytes} B to "
-              f"{comm.lsa_size} LSA peers x {args.iters}: {wrong} wrong here, {total} in the job; "
-              f"{'ok' if total == 0 else 'FAILED'}", flush=True)
+        # One write per line: the ranks share ccorun's stdout, and print() writes the text
+        # and its newline apart when Python runs unbuffered, so lines of ranks could join.
+        sys.stdout.write(f"02_lsa_put rank {comm.rank}/{comm.size} ({comm.platform}): {nbytes} B to "
+                         f"{comm.lsa_size} LSA peers x {args.iters}: {wrong} wrong here, {total} in the job; "
+                         f"{'ok' if total == 0 else 'FAILED'}" "\n")
+        sys.stdout.flush()
     finalize()
     return 0 if total == 0 else 1
 

@@ -144,9 +144,12 @@ def main() -> int:
         else:
             wrong, seconds = run_host(comm, win, args.count, args.iters)
         total = sum(int.from_bytes(v, "little") for v in comm.allgather(wrong.to_bytes(8, "little")))
-        print(f"03_lsa_allreduce rank {comm.rank}/{comm.size} ({comm.platform}): {args.count} floats "
-              f"over {comm.lsa_size} LSA ranks, {seconds * 1e6:.0f} us per all-reduce; {wrong} wrong "
-              f"here, {total} in the job; {'ok' if total == 0 else 'FAILED'}", flush=True)
+        # One write per line: the ranks share ccorun's stdout, and print() writes the text
+        # and its newline apart when Python runs unbuffered, so lines of ranks could join.
+        sys.stdout.write(f"03_lsa_allreduce rank {comm.rank}/{comm.size} ({comm.platform}): {args.count} floats "
+                         f"over {comm.lsa_size} LSA ranks, {seconds * 1e6:.0f} us per all-reduce; {wrong} wrong "
+                         f"here, {total} in the job; {'ok' if total == 0 else 'FAILED'}" "\n")
+        sys.stdout.flush()
     finalize()
     return 0 if total == 0 else 1
 

@@ -76,7 +76,10 @@ dist.barrier()
 expect = (torch.arange(world_size, device=device, dtype=torch.int32) * 1000 + rank_id).repeat_interleave(
     chunk_elems)
 wrong = int((recv != expect).sum().item())
-print(f"torch_symm_mem_push [{BACKEND}] rank {rank_id}/{world_size}: {wrong} wrong elements", flush=True)
+# One write per line: the ranks share ccorun's stdout, and print() writes the text
+# and its newline apart when Python runs unbuffered, so lines of ranks could join.
+sys.stdout.write(f"torch_symm_mem_push [{BACKEND}] rank {rank_id}/{world_size}: {wrong} wrong elements" "\n")
+sys.stdout.flush()
 dist.barrier()
 dist.destroy_process_group()
 sys.exit(1 if wrong else 0)

@@ -126,7 +126,8 @@ check "cco-info on PATH (the wheel's console script) runs" in_venv cco-info
 example_ok() {
   local out
   [ "$(in_venv command -v ccorun)" = "$venv/bin/ccorun" ] || { echo "ccorun on PATH is not the wheel's"; return 1; }
-  out=$(in_venv ccorun -t 120 -n 2 python "$src/examples/python/01_barrier.py") || { echo "$out"; return 1; }
+  # Unbuffered, as many CI images run Python: each rank's line must still be one write.
+  out=$(PYTHONUNBUFFERED=1 in_venv ccorun -t 120 -n 2 python "$src/examples/python/01_barrier.py") || { echo "$out"; return 1; }
   echo "$out"
   [ "$(grep -c '^01_barrier rank ./2 (ccorun, host.*; ok$' <<<"$out")" -eq 2 ]
 }
