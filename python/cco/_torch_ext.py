@@ -49,7 +49,7 @@ from .errors import CCOInvalidArgument, CCOUnsupported
 SOURCES_DIR = Path(__file__).resolve().parent / "csrc"
 # Built with the C++ compiler against torch's headers, or (no torch) alone.
 TORCH_SOURCES = ("group_comm.cpp", "symm_mem.cpp", "module.cpp")
-PLAIN_SOURCES = ("common.cpp", "heap.cpp", "rendezvous.cpp")
+PLAIN_SOURCES = ("common.cpp", "heap.cpp", "peer_arrays.cpp", "rendezvous.cpp")
 CUDA_SOURCES = ("signal_kernels.cu",)
 HEADERS = ("cco_symm_mem.h", "symm_mem.h")
 

@@ -13,6 +13,7 @@
 //                   registered once in the group's communicator as an
 //                   external window, the peer pointers read from the
 //                   window's flat VA plus each rank's offset in its segment.
+//   peer_arrays.cpp device blocks for the peer pointer arrays, pooled.
 //   signal_kernels.cu  barrier / put_signal / wait_signal on signal pads.
 //   symm_mem.cpp    torch's SymmetricMemory and SymmetricMemoryAllocator.
 //   module.cpp      the Python module: registration, shutdown, queries.
@@ -159,6 +160,7 @@ struct PeerView {
   void** buffers_dev = nullptr;        // device copies of buffers, pads and the
   void** pads_dev = nullptr;           // group's global ranks, in one block that
   int* global_ranks_dev = nullptr;     // starts at buffers_dev
+  size_t arrays_bytes = 0;             // the block's size (peer_arrays.cpp)
   bool all_direct = false;             // every rank of the group is on this host
 
   PeerView() = default;
@@ -174,6 +176,16 @@ struct PeerView {
 // windows' flat VA.
 std::shared_ptr<PeerView> make_peer_view(std::shared_ptr<Allocation> alloc,
                                          std::shared_ptr<GroupComm> group);
+
+// ---------------------------------------------------------- peer_arrays.cpp
+
+// A device block of `bytes` on `device` (current) holding a copy of `host`,
+// complete when this returns; from a pool, so a rendezvous pays no
+// cudaMalloc and a freed view no device-wide wait.
+void* peer_arrays_upload(int device, const void* host, size_t bytes);
+// Gives the block back; it is reused only after the device has finished
+// every kernel that may read it.
+void peer_arrays_release(int device, void* block, size_t bytes);
 
 // ------------------------------------------------------- signal_kernels.cu
 

@@ -53,9 +53,9 @@ void check_layouts(const std::vector<Layout>& all, const std::string& group) {
 
 PeerView::~PeerView() {
   if (exiting()) return;
-  // Kernels that used the arrays have finished: the tensor is gone or its
-  // last handle is, and cudaFree waits for the device anyway.
-  cudaFree(buffers_dev);  // the block that holds the three arrays
+  // Kernels may still read the arrays: the pool reuses the block only once
+  // the device has finished them.
+  peer_arrays_release(alloc ? alloc->device : -1, buffers_dev, arrays_bytes);
   if (!group || !window || !owns_window) return;
   std::lock_guard<std::mutex> guard(group->lock);
   if (!group->comm) return;  // destroyed at shutdown, windows with it
@@ -123,23 +123,17 @@ void register_segments(GroupComm& group, const std::shared_ptr<Heap>& heap,
 }
 
 // One device block for the three arrays kernels read: buffers, pads (one
-// pointer per rank each), then the global ranks. One allocation and one
-// copy, since rendezvous time counts.
-void* arrays_to_device(const std::vector<void*>& buffers, const std::vector<void*>& pads,
-                       const std::vector<int>& ranks) {
+// pointer per rank each), then the global ranks. One block and one copy,
+// since rendezvous time counts.
+void* arrays_to_device(int device, const std::vector<void*>& buffers, const std::vector<void*>& pads,
+                       const std::vector<int>& ranks, size_t* bytes) {
   size_t n = buffers.size();
   std::vector<char> host(2 * n * sizeof(void*) + n * sizeof(int));
   std::memcpy(host.data(), buffers.data(), n * sizeof(void*));
   std::memcpy(host.data() + n * sizeof(void*), pads.data(), n * sizeof(void*));
   std::memcpy(host.data() + 2 * n * sizeof(void*), ranks.data(), n * sizeof(int));
-  void* dev = nullptr;
-  check_cuda(cudaMalloc(&dev, host.size()), "allocating the peer pointer arrays");
-  cudaError_t err = cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice);
-  if (err != cudaSuccess) {
-    cudaFree(dev);
-    check_cuda(err, "copying the peer pointer arrays");
-  }
-  return dev;
+  *bytes = host.size();
+  return peer_arrays_upload(device, host.data(), host.size());
 }
 
 }  // namespace
@@ -201,7 +195,8 @@ std::shared_ptr<PeerView> make_peer_view(std::shared_ptr<Allocation> alloc,
       view->buffers[r] = copies[r];
       view->pads[r] = copies[r] + alloc->pad_offset;
     }
-    void* arrays = arrays_to_device(view->buffers, view->pads, group->global_ranks);
+    void* arrays = arrays_to_device(alloc->device, view->buffers, view->pads, group->global_ranks,
+                                    &view->arrays_bytes);
     view->buffers_dev = static_cast<void**>(arrays);
     view->pads_dev = view->buffers_dev + world;
     view->global_ranks_dev = reinterpret_cast<int*>(view->pads_dev + world);
