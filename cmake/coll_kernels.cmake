@@ -52,7 +52,7 @@ file(GLOB_RECURSE deps CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/cco/*.h ${C
 set(out ${CMAKE_BINARY_DIR}/coll_kernels)
 add_custom_command(OUTPUT ${out}/coll_kernels.fatbin
   COMMAND ${CMAKE_COMMAND} -E make_directory ${out}
-  COMMAND ${CCO_COLL_NVCC} -fatbin -std=c++17 -O3 ${includes} ${gencode}
+  COMMAND ${CCO_COLL_NVCC} -fatbin -std=c++17 -O3 --threads 0 ${includes} ${gencode}
     -o ${out}/coll_kernels.fatbin ${CMAKE_SOURCE_DIR}/src/coll/kernels/coll_kernels.cu
   DEPENDS ${deps}
   COMMENT "Compiling the collectives' kernels (sm_${archs}) into a fatbin"

@@ -23,6 +23,9 @@ struct cco_coll_engine {
   cco_coll_pool* pool;     /* host platform */
   void* module;            /* CUDA platform: the fatbin's module, and its kernels */
   void* kernels[CCO_COLL_BLOCKS];
+  /* The typed kernels (coll_kernels.h) by block, type and operator; NULL
+   * for blocks that have none. */
+  void* typed[CCO_COLL_BLOCKS][CCO_COLL_TYPED_NDTYPES][CCO_COLL_TYPED_NOPS];
   void* barrierKernel;   /* ccoBarrierOnStream's */
   void* signalAddKernel; /* ccoSignalOnStream's add */
   atomic_bool failureNoted, failureReady;

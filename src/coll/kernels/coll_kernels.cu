@@ -34,6 +34,27 @@ static __device__ __forceinline__ void report(cco_coll_status* status, ccoDevSta
   }
 CCO_COLL_KERNEL_NAMES(CCO_COLL_KERNEL_)
 
+// The typed kernels (coll_kernels.h): the call's type and operator are
+// constants here, so the block's switch on them folds to one pair.
+#define CCO_COLL_TYPED_KERNEL_(name, block, kind, algo, dtValue, dtName, opValue, opName)        \
+  extern "C" __global__ void __launch_bounds__(CCO_COLL_THREADS)                                  \
+      name##_##dtName##_##opName(const ccoDevComm* dc, ccoCollArgs args, cco_coll_status* status) { \
+    args.dtype = (dtValue);                                                                       \
+    args.op = (opValue);                                                                          \
+    ccoDevStatus_t st = block(dc, &args, blockIdx.x, gridDim.x);                                  \
+    report(status, st, (uint32_t)(kind), (uint32_t)(algo));                                       \
+  }
+#define CCO_COLL_TYPED_OPS_OF_(name, block, kind, algo, dt, dtName)   \
+  CCO_COLL_TYPED_KERNEL_(name, block, kind, algo, dt, dtName, 0, sum) \
+  CCO_COLL_TYPED_KERNEL_(name, block, kind, algo, dt, dtName, 1, max) \
+  CCO_COLL_TYPED_KERNEL_(name, block, kind, algo, dt, dtName, 2, min)
+#define CCO_COLL_TYPED_TYPES_OF_(name, block, kind, algo)  \
+  CCO_COLL_TYPED_OPS_OF_(name, block, kind, algo, 0, f32)  \
+  CCO_COLL_TYPED_OPS_OF_(name, block, kind, algo, 1, bf16) \
+  CCO_COLL_TYPED_OPS_OF_(name, block, kind, algo, 2, f16)  \
+  CCO_COLL_TYPED_OPS_OF_(name, block, kind, algo, 3, i32)
+CCO_COLL_TYPED_KERNEL_NAMES(CCO_COLL_TYPED_TYPES_OF_)
+
 // ccoBarrierOnStream: LSA barrier `index` of the engine's device
 // communicator (one past the collectives' parts), one block.
 extern "C" __global__ void __launch_bounds__(CCO_COLL_STREAM_THREADS)
