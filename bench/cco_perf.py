@@ -110,7 +110,7 @@ def gpu_set() -> List[Run]:
     # Triton against CUDA C: LSA and the all-reduce at 2, 4, 8 ranks, GDA between two ranks.
     runs += [Run("triton", n, ops=["lsa", "allreduce"]) for n in (2, 4, 8)] + [Run("triton", 2, ops=["gda"])]
     # The collectives against torch's kernels on NVSHMEM; backend "CCO" against torch's backends.
-    runs += [Run("coll", n) for n in (2, 4, 8)] + [Run("torch", 2)]
+    runs += [Run("coll", n) for n in (2, 4, 8)] + [Run("torch", n) for n in (2, 4)]
     return runs
 
 

@@ -7,7 +7,7 @@
 #     under torchrun with 2 and 4 ranks, on CCO and on NVSHMEM;
 #   - interpreter exit with live tensors, 4 and 8 ranks;
 #   - a wait_signal that times out (rank 0 must report it and fail);
-#   - with "bench" or "all": bench/bench_torch.py with 2 ranks.
+#   - with "bench" or "all": bench/bench_torch.py with 2 and 4 ranks.
 # Usage: run_torch_backend.sh BIN_DIR [tests|bench|all]   (default: all)
 # Each step prints "ok"/"FAIL" ("ref ok"/"ref FAIL" for NVSHMEM's, which do not
 # fail the script); the last line is "run_torch_backend: N passed, N failed (...)".
@@ -125,8 +125,8 @@ EOF
 fi
 
 if [ "$what" != tests ]; then
-  echo "== bench/bench_torch.py, 2 ranks"
-  python3 "$repo/bench/bench_torch.py" --bin "$bin" --ranks 2
+  echo "== bench/bench_torch.py, 2 and 4 ranks"
+  python3 "$repo/bench/bench_torch.py" --bin "$bin" --ranks 2,4
   result "bench_torch (JSON lines above, ratios last)" $?
 fi
 echo "run_torch_backend: $passed passed, $failed failed (reference NVSHMEM: $ref_ok ok, $ref_failed failed)"
