@@ -43,6 +43,11 @@ fi
 # installed into the system interpreter; pip's build isolation fetches
 # scikit-build-core into a throwaway environment of its own.
 cco_pyvenv "$build/pyvenv-wheel"
+# The collectives' GPU kernels are left out of this wheel: nvcc takes minutes
+# to compile them for three architectures on two cores, the main build has
+# compiled the same source already, and nothing here can run them. A wheel
+# built for users embeds them (pyproject.toml leaves CCO_COLL_KERNELS on).
+export SKBUILD_CMAKE_DEFINE="CCO_COLL_KERNELS=OFF${SKBUILD_CMAKE_DEFINE:+;$SKBUILD_CMAKE_DEFINE}"
 build_wheel() {
   "$CCO_PYTHON" -m pip wheel "$src" --no-deps -w "$tmp/wheelhouse" && ls "$tmp/wheelhouse"/cco_comm-"$version"-*.whl
 }
