@@ -115,8 +115,8 @@ static void arm_kill(long k) {
 
 /* ------------------------------------------------------------- options */
 
-typedef enum { PH_CREATE, PH_BARRIER, PH_WINDOW, PH_DEVWAIT, PH_SDMA, PH_GDA, PH_COUNT } phase_id;
-static const char* const kPhaseNames[PH_COUNT] = {"create", "barrier", "window", "devwait", "sdma", "gda"};
+typedef enum { PH_CREATE, PH_BARRIER, PH_WINDOW, PH_DEVWAIT, PH_SDMA, PH_GDA, PH_COLL, PH_COUNT } phase_id;
+static const char* const kPhaseNames[PH_COUNT] = {"create", "barrier", "window", "devwait", "sdma", "gda", "coll"};
 static const char* const kPhaseWhat[PH_COUNT] = {
     "create (needs the bootstrap to notice a dead rank during creation)",
     "host barrier",
@@ -124,6 +124,7 @@ static const char* const kPhaseWhat[PH_COUNT] = {
     "device wait without timeout (LSA barrier / signal wait)",
     "SDMA stream wait (ccoStreamWaitSignal)",
     "GDA transfer, two virtual hosts",
+    "collectives (ccoAllReduce LL and one-shot, ccoAllGather) while the peers wait in their blocks",
 };
 
 typedef struct {
@@ -404,6 +405,35 @@ static void phase_gda(rank_state* s, const run_cfg* cfg) {
   record_dev(s, k.where, k.status, k.at);
 }
 
+/* Collectives back to back; the victim dies between two of them, so the
+ * others are inside the next one, waiting for it in the blocks' barriers or
+ * LL polls, which only the abort word (the liveness monitor) ends. */
+static void phase_coll(rank_state* s, const run_cfg* cfg) {
+  enum { SMALL = 1024, LARGE = 65536 }; /* floats: LL and one-shot all-reduce sizes */
+  size_t bytes = (size_t)LARGE * sizeof(float) * (size_t)s->nRanks;
+  ccoWindow_t win = NULL;
+  void* p = NULL;
+  if (!setup_window(s, 2 * bytes, &win, &p)) return;
+  float* in = p;
+  float* out = (float*)((char*)p + bytes);
+  /* The first collective sets the state up (collective, before any death). */
+  ccoResult_t res = ccoAllReduce(s->comm, in, out, SMALL, ccoFloat32, ccoSum, NULL);
+  if (res != ccoSuccess) {
+    record_host(s, "ccoAllReduce (setup)", res);
+    return;
+  }
+  for (long i = 1;; i++) {
+    if (s->rank == cfg->victim && i == cfg->iter) die_now();
+    const char* where = i % 3 == 0 ? "ccoAllGather" : "ccoAllReduce";
+    if (i % 3 == 0) res = ccoAllGather(s->comm, in, out, SMALL, ccoFloat32, NULL);
+    else res = ccoAllReduce(s->comm, in, out, i % 3 == 1 ? SMALL : LARGE, ccoFloat32, ccoSum, NULL);
+    if (res != ccoSuccess) {
+      record_host(s, where, res);
+      return;
+    }
+  }
+}
+
 static const char* env_lookup(const char* name, void* arg) {
   (void)arg;
   return getenv(name);
@@ -434,6 +464,7 @@ static int rank_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
       case PH_DEVWAIT: phase_devwait(&s, cfg); break;
       case PH_SDMA: phase_sdma(&s, cfg); break;
       case PH_GDA: phase_gda(&s, cfg); break;
+      case PH_COLL: phase_coll(&s, cfg); break;
       default: break;
     }
   }
@@ -594,6 +625,7 @@ static int run_phase(const options* o, int phase) {
         break;
       case PH_SDMA: cfg.iter = rnd_in(10, 500); break;
       case PH_GDA: cfg.iter = rnd_in(8, 200); break;
+      case PH_COLL: cfg.iter = rnd_in(2, 200); break;
       default: break;
     }
     run_job(o, &cfg, run, dts, &ndt);
@@ -648,7 +680,7 @@ int main(int argc, char** argv) {
   options o = {1.0, 6, 4, {1, 1, 1, 1, 1, 1}};
   uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
   if (!parse(argc, argv, &o, &seed)) {
-    fprintf(stderr, "usage: mp_fault [--phase create,barrier,window,devwait,sdma,gda|all] [--runs R] "
+    fprintf(stderr, "usage: mp_fault [--phase create,barrier,window,devwait,sdma,gda,coll|all] [--runs R] "
                     "[--ranks N] [--seed S] [--bound SECONDS]\n");
     return 2;
   }
