@@ -281,4 +281,28 @@ _add("gda_barrier_sync", [DC, CTX, INDEX, TIMEOUT], I32,
      "  ccoGdaBarrierSession s = ccoGdaBarrierSessionInit(dc, &g, (uint32_t)index, $scope);\n"
      "  return ccoGdaBarrierSyncTimeout(&s, timeout_ns);", scope=("warp", "block"))
 
+# ------------------------------------------------------------ collectives
+# The building blocks of cco/cco_coll.h, block scope: every thread of a
+# program calls with the same arguments, and the program passes its part
+# (tl.program_id) of n_parts (the grid); all parts of every rank must be
+# resident at once. The ccoCollArgs is built here from scalars; a constant
+# dtype and op fold the block's switch on them once the wrapper is inlined.
+_COLL = [DC, ("send_win", U64), ("send_off", U64), ("recv_win", U64), ("recv_off", U64), ("count", U64),
+         ("dtype", I32), ("op", I32), ("root", I32), ("scratch_win", U64), ("scratch_off", U64),
+         ("scratch_bytes", U64), ("barrier_base", I32), ("signature", U64)]
+_PART = [("part", I32), ("n_parts", I32)]
+_COLL_ARGS = ("ccoCollArgs a = cco_ir_coll_args(send_win, send_off, recv_win, recv_off, count, dtype, op, root,\n"
+              "                                  scratch_win, scratch_off, scratch_bytes, barrier_base, signature, 0);\n  ")
+for _name, _block in (("all_reduce_one_shot", "ccoDevAllReduceOneShot"), ("all_reduce_ll", "ccoDevAllReduceLL"),
+                      ("all_reduce_two_shot", "ccoDevAllReduceTwoShot"), ("all_gather", "ccoDevAllGather"),
+                      ("reduce_scatter", "ccoDevReduceScatter"), ("all_to_all", "ccoDevAlltoAll"),
+                      ("broadcast", "ccoDevBroadcast")):
+    _add(f"coll_{_name}", _COLL + _PART, I32,
+         _COLL_ARGS + f"return {_block}(CCO_IR_DC(dev_comm), &a, (uint32_t)part, (uint32_t)n_parts);")
+_add("coll_all_to_allv", _COLL + [("v_table_off", U64)] + _PART, I32,
+     _COLL_ARGS + "a.vTableOff = v_table_off;\n"
+     "  return ccoDevAlltoAllv(CCO_IR_DC(dev_comm), &a, (uint32_t)part, (uint32_t)n_parts);")
+_add("coll_scratch_bytes", [("lsa_size", I32), ("n_parts", I32)], U64,
+     "return ccoDevCollScratchBytes(lsa_size, (uint32_t)n_parts);", pure=True)
+
 CCO_DEVICE_FUNCTIONS: Mapping[str, DeviceFunction] = _TABLE

@@ -205,3 +205,22 @@ void tk_sdma_put(void* args) {
   for (int32_t k = 1; k < n; k++) bad = max32(bad, cco_ir_sdma_quiet_block(dc, (me + k) % n));
   OUT(0) = bad;
 }
+
+/* coll: one program, part 0 of 1; the input at offset 0, the output at
+ * recvOff, the scratch at scratchOff, all in `win`; broadcast from LSA
+ * rank 0. */
+void tk_coll(void* args) {
+  tk_args* a = (tk_args*)args;
+  uint64_t dc = a->dc, w = a->win, ro = a->recvOff, so = a->scratchOff, sb = a->scratchBytes, n = a->count;
+  int32_t st;
+  switch (a->algo) {
+    case 0: st = cco_ir_coll_all_reduce_one_shot(dc, w, 0, w, ro, n, a->dtype, a->op, 0, w, so, sb, 0, 0, 0, 1); break;
+    case 1: st = cco_ir_coll_all_reduce_ll(dc, w, 0, w, ro, n, a->dtype, a->op, 0, w, so, sb, 0, 0, 0, 1); break;
+    case 2: st = cco_ir_coll_all_reduce_two_shot(dc, w, 0, w, ro, n, a->dtype, a->op, 0, w, so, sb, 0, 0, 0, 1); break;
+    case 3: st = cco_ir_coll_all_gather(dc, w, 0, w, ro, n, a->dtype, 0, 0, w, so, sb, 0, 0, 0, 1); break;
+    case 4: st = cco_ir_coll_reduce_scatter(dc, w, 0, w, ro, n, a->dtype, a->op, 0, w, so, sb, 0, 0, 0, 1); break;
+    default: st = cco_ir_coll_broadcast(dc, w, 0, w, ro, n, a->dtype, 0, 0, w, so, sb, 0, 0, 0, 1); break;
+  }
+  OUT(0) = st;
+  OUT(63) = (int64_t)cco_ir_coll_scratch_bytes(cco_ir_devcomm_lsa_size(dc), 1);
+}

@@ -21,7 +21,9 @@
  *        signals and counters of the ring's puts, the data put, got and
  *        put-valued; gda_local on two hosts; the world barrier;
  *  sdma  queries; the world barrier; sdma_all at block, warp and thread
- *        scope; examples/ir/test_triton_cco.py's SDMA kernel, 4 rounds.
+ *        scope; examples/ir/test_triton_cco.py's SDMA kernel, 4 rounds;
+ *        coll: every collective of the blocks (cco.Coll) in int32 and
+ *        fp32 with each operator, against sums computed here.
  * Every stored word is also checked to be the same in every thread of the
  * program (Triton stores a scalar from one thread only). Each rank ends with
  * "mp_triton rank R: N passed, N failed". Where the network engine does not
@@ -75,6 +77,74 @@ static void expect_words(const job* j, const char* name, int nw, int n, const in
         break;
       }
   }
+}
+
+/* ------------------------------------------------------------ coll */
+
+static int32_t coll_value(int rank, uint64_t i) { return (int32_t)((i * 7 + (uint64_t)rank * 13) % 101) - 50; }
+
+static int32_t coll_reduce(int32_t x, int32_t y, int op) { return op == 0 ? x + y : op == 1 ? (x > y ? x : y) : (x < y ? x : y); }
+
+/* What element i of this rank's output must be after collective `algo`. */
+static int32_t coll_want(const job* j, int algo, int op, uint64_t count, uint64_t i) {
+  if (algo == 3) return coll_value((int)(i / count), i % count);  /* all-gather */
+  if (algo == 5) return coll_value(0, i);                          /* broadcast from 0 */
+  uint64_t at = algo == 4 ? (uint64_t)j->lsaRank * count + i : i; /* reduce-scatter: block me */
+  int32_t v = coll_value(0, at);
+  for (int r = 1; r < j->lsaSize; r++) v = coll_reduce(v, coll_value(r, at), op);
+  return v;
+}
+
+/* triton_kernels.py's coll, every collective of the blocks in int32 and
+ * fp32 (sums of small integers, exact in both) with each operator, on a
+ * window of its own: status, scratch size and every output element. */
+static void check_coll(job* j) {
+  const uint64_t count = 3001; /* odd, over several LL chunks */
+  const uint64_t region = 64 << 10, scratch = cco_ir_coll_scratch_bytes(j->lsaSize, 1);
+  ccoWindow_t win;
+  void* local;
+  MUST(ccoWindowRegisterAlloc(j->comm, 2 * region + scratch, &win, &local));
+  memset(local, 0, 2 * region + scratch);
+  char* base = local;
+  static const int cases[4][2] = {{3, 0}, {3, 1}, {0, 0}, {0, 2}}; /* (dtype, op): int32 sum, max; fp32 sum, min */
+  int ran = 0;
+  for (int algo = 0; algo < 6; algo++)
+    for (int c = 0; c < 4; c++) {
+      int dtype = cases[c][0], op = cases[c][1];
+      if ((algo == 3 || algo == 5) && op != 0) continue; /* no operator */
+      uint64_t inCount = algo == 4 ? count * (uint64_t)j->lsaSize : count;
+      uint64_t outCount = algo == 3 ? count * (uint64_t)j->lsaSize : count;
+      for (uint64_t i = 0; i < inCount; i++) {
+        int32_t v = coll_value(j->lsaRank, i);
+        if (dtype == 3) ((int32_t*)base)[i] = v;
+        else ((float*)base)[i] = (float)v;
+      }
+      memset(base + region, 0xff, region);
+      MUST(ccoBarrierAll(j->comm));
+      tk_args a = {0};
+      a.dc = j->dcPtr, a.win = (uint64_t)(uintptr_t)win;
+      a.count = count, a.recvOff = region, a.scratchOff = 2 * region, a.scratchBytes = scratch;
+      a.dtype = dtype, a.op = op, a.algo = algo;
+      launch(4, tk_coll, &a);
+      char name[64];
+      snprintf(name, sizeof(name), "coll algo %d dtype %d op %d", algo, dtype, op);
+      int64_t want[1] = {SUCCESS};
+      expect_words(j, name, 4, 1, want, NULL);
+      CHECK(g_out[63] == (int64_t)scratch, "rank %d: %s: scratch_bytes %lld, want %llu", j->rank, name,
+            (long long)g_out[63], (unsigned long long)scratch);
+      uint64_t bad = 0, first = 0;
+      for (uint64_t i = 0; i < outCount; i++) {
+        int32_t w = coll_want(j, algo, op, count, i);
+        int ok = dtype == 3 ? ((int32_t*)(base + region))[i] == w : ((float*)(base + region))[i] == (float)w;
+        if (!ok && !bad++) first = i;
+      }
+      CHECK(bad == 0, "rank %d: %s: %llu of %llu elements wrong, the first at %llu", j->rank, name,
+            (unsigned long long)bad, (unsigned long long)outCount, (unsigned long long)first);
+      MUST(ccoBarrierAll(j->comm));
+      ran++;
+    }
+  CHECK(ran == 20, "rank %d: coll: %d cases ran, want 20", j->rank, ran); /* 4 x 4 reductions, 2 x 2 others */
+  MUST(ccoWindowDeregister(j->comm, win));
 }
 
 static ccoTeam team_of(const job* j, ccoTeamKind_t kind) {
@@ -321,6 +391,8 @@ int main(int argc, char** argv) {
     MUST(ccoBarrierAll(j->comm));
     check_sdma(j);
     check_example_sdma(j);
+    MUST(ccoBarrierAll(j->comm));
+    check_coll(j);
   }
   ccoResult_t async = ccoSuccess;
   ccoCommGetAsyncError(j->comm, &async);

@@ -48,6 +48,8 @@ typedef struct {
   const int64_t* exp; /* exp_ptr */
   int64_t expected;
   int team, nbytes, doorbell, scope, mode, slot;
+  uint64_t count, recvOff, scratchOff, scratchBytes; /* coll */
+  int dtype, op, algo;
 } tk_args;
 
 /* tests/gpu/triton_kernels.py */
@@ -56,6 +58,7 @@ void tk_gda_all(void* args);
 void tk_gda_local(void* args);
 void tk_world_barrier(void* args);
 void tk_sdma_all(void* args);
+void tk_coll(void* args);
 /* examples/ir/test_triton_cco.py */
 void tk_sdma_put(void* args);
 

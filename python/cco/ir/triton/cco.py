@@ -14,7 +14,7 @@
 
 Kernels take the device communicator as ``dc.ptr`` and windows as
 ``win.handle``. Each namespace (DevComm, Window, Coop, Signal, LsaSignal,
-LsaBarrier, Barrier, Sdma, Gda, GdaDeferred, GdaCallerOrdered, GdaBarrier)
+LsaBarrier, Barrier, Sdma, Gda, GdaDeferred, GdaCallerOrdered, GdaBarrier, Coll)
 mirrors the C functions of the same name (``ccoGdaPut`` is ``cco.Gda.put``);
 docs/triton.md lists every call and the rules. Every thread of a program
 makes each call: a call of block scope is collective over the program.
@@ -34,7 +34,8 @@ from ..device_functions import symbol_name
 from ._extern import LIB_NAME, call, constant
 from ._extern import context as _ctx
 from ._gda import gda_namespace
-from .enums import CoopScope, SdmaSignal, SignalOp, Status, Team, ThreadMode, scope_name  # noqa: F401 (API)
+from .enums import (CoopScope, DataType, RedOp, SdmaSignal, SignalOp, Status, Team, ThreadMode,  # noqa: F401 (API)
+                    scope_name)
 
 
 # ------------------------------------------------------------------ host side
@@ -326,6 +327,84 @@ class Sdma:
         return call(symbol_name("sdma_quiet_queue", scope=scope_name(coop)), [dev_comm, peer, queue], ctx)
 
 
+_ALL_REDUCE = {"one_shot": "coll_all_reduce_one_shot", "ll": "coll_all_reduce_ll",
+               "two_shot": "coll_all_reduce_two_shot"}
+
+
+class Coll:
+    """The collectives' device building blocks (cco/cco_coll.h) over the LSA
+    team, block scope: every thread of a program calls with the same
+    arguments, and the program passes its ``part`` (``tl.program_id(0)``) of
+    ``n_parts`` (the grid); every part of every rank must be resident at
+    once. Buffers are (window, byte offset) pairs at the same offsets on
+    every rank; ``scratch`` is a zeroed area of ``Coll.scratch_bytes`` bytes
+    that the blocks own from then on (LL staging, the signature slots).
+    ``dtype`` and ``op`` (DataType, RedOp) are best constants: the block's
+    switch on them then folds away. Part p uses LSA barrier
+    ``barrier_base + p``. Returns the status (Status)."""
+
+    @staticmethod
+    @core.extern
+    def scratch_bytes(lsa_size, n_parts, _semantic=None, _builder=None):
+        return call("cco_ir_coll_scratch_bytes", [lsa_size, n_parts], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def all_reduce(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, op, scratch_win, scratch_off,
+                   scratch_bytes, part, n_parts, algo="one_shot", barrier_base=0, signature=0, _semantic=None,
+                   _builder=None):
+        """``algo``: "one_shot", "ll" (no barrier; up to the LL limit) or "two_shot" (in place too)."""
+        name = _ALL_REDUCE.get(algo.value if isinstance(algo, core.constexpr) else algo)
+        if name is None:
+            raise ValueError(f"cco.Coll.all_reduce: algo must be one of {sorted(_ALL_REDUCE)}, not {algo!r}")
+        return call(symbol_name(name), [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, op, 0,
+                                        scratch_win, scratch_off, scratch_bytes, barrier_base, signature, part,
+                                        n_parts], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def all_gather(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, scratch_win, scratch_off,
+                   scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None, _builder=None):
+        return call("cco_ir_coll_all_gather", [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, 0, 0,
+                                               scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
+                                               part, n_parts], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def reduce_scatter(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, op, scratch_win,
+                       scratch_off, scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None,
+                       _builder=None):
+        return call("cco_ir_coll_reduce_scatter", [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype,
+                                                   op, 0, scratch_win, scratch_off, scratch_bytes, barrier_base,
+                                                   signature, part, n_parts], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def all_to_all(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, scratch_win, scratch_off,
+                   scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None, _builder=None):
+        return call("cco_ir_coll_all_to_all", [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, 0, 0,
+                                               scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
+                                               part, n_parts], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def all_to_allv(dev_comm, send_win, send_off, recv_win, recv_off, v_table_off, dtype, scratch_win, scratch_off,
+                    scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None, _builder=None):
+        """``v_table_off``: the int64 [3][lsa_size] table of counts and displacements in ``send_win``."""
+        return call("cco_ir_coll_all_to_allv", [dev_comm, send_win, send_off, recv_win, recv_off, 0, dtype, 0, 0,
+                                                scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
+                                                v_table_off, part, n_parts], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def broadcast(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, root, scratch_win, scratch_off,
+                  scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None, _builder=None):
+        """``root``: the root's LSA rank."""
+        return call("cco_ir_coll_broadcast", [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, 0,
+                                              root, scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
+                                              part, n_parts], _ctx(_semantic, _builder))
+
+
 Gda = gda_namespace("Gda", "immediate", "GDA calls on an Immediate handle: every post rings the doorbell.")
 GdaDeferred = gda_namespace(
     "GdaDeferred", "deferred",
@@ -335,6 +414,6 @@ GdaCallerOrdered = gda_namespace(
     "GDA calls on a CallerOrdered handle: no standalone signal (put with a signal_op); only its own "
     "flush, flush_peer and flush_async release its posts.")
 
-__all__ = ["Barrier", "Coop", "CoopScope", "DevComm", "Gda", "GdaBarrier", "GdaCallerOrdered", "GdaDeferred",
-           "LsaBarrier", "LsaSignal", "SdmaSignal", "Sdma", "Signal", "SignalOp", "Status", "Team", "ThreadMode",
-           "Window", "current_arch", "get_extern_libs", "preload"]
+__all__ = ["Barrier", "Coll", "Coop", "CoopScope", "DataType", "DevComm", "Gda", "GdaBarrier", "GdaCallerOrdered",
+           "GdaDeferred", "LsaBarrier", "LsaSignal", "RedOp", "SdmaSignal", "Sdma", "Signal", "SignalOp", "Status",
+           "Team", "ThreadMode", "Window", "current_arch", "get_extern_libs", "preload"]

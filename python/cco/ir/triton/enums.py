@@ -46,6 +46,21 @@ class Team(IntEnum):
     GDA = TEAM_GDA  # the ranks with GDA endpoints under the connection type
 
 
+class DataType(IntEnum):
+    """Element types of the collectives (ccoDataType_t)."""
+    FLOAT32 = 0
+    BFLOAT16 = 1
+    FLOAT16 = 2
+    INT32 = 3
+
+
+class RedOp(IntEnum):
+    """Reduction operators of the collectives (ccoRedOp_t)."""
+    SUM = 0
+    MAX = 1
+    MIN = 2
+
+
 class Status(IntEnum):
     """ccoDevStatus_t, what calls with a side effect return."""
     SUCCESS = 0
