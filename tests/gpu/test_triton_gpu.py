@@ -209,6 +209,43 @@ def check_gda(job, dc, multi_host):
     win.deregister()
 
 
+def check_coll(job, dc):
+    """cco.Coll: every collective of the blocks over two parts (programs), in int32 and fp32 (sums of small
+    integers, exact in both) with each operator, against torch; the replay of mp_triton sdma on the GPU."""
+    comm, n, me, count = job.comm, job.comm.lsa_size, job.comm.lsa_rank, 3001
+    region, scratch = 64 << 10, 4096 + 4 * job.comm.lsa_size * (64 << 10)  # ccoDevCollScratchBytes(n, parts)
+    win = comm.register_window_alloc(2 * region + scratch)
+    win.torch(torch.uint8, (2 * region + scratch,)).zero_()
+    torch.cuda.synchronize()
+    comm.barrier()
+    idx = torch.arange(count * n, dtype=torch.int64, device="cuda")
+    vals = torch.stack([(idx * 7 + r * 13) % 101 - 50 for r in range(n)])  # [LSA rank][element]
+    out = out_words()
+    for algo in range(6):  # one-shot, LL, two-shot all-reduce, all-gather, reduce-scatter, broadcast from 0
+        for dtype, op in ((3, 0), (3, 1), (0, 0), (0, 2)):  # int32 sum, max; fp32 sum, min
+            if algo in (3, 5) and op != 0:
+                continue
+            tdt = torch.int32 if dtype == 3 else torch.float32
+            n_in = count * n if algo == 4 else count
+            red = vals.sum(0) if op == 0 else vals.max(0).values if op == 1 else vals.min(0).values
+            want = {0: red[:count], 1: red[:count], 2: red[:count], 3: vals[:, :count].reshape(-1),
+                    4: red[me * count:(me + 1) * count], 5: vals[0, :count]}[algo]
+            win.torch(tdt, (n_in,)).copy_(vals[me, :n_in].to(tdt))
+            got = win.torch(tdt, (want.numel(),), offset=region)
+            got.fill_(-7)
+            torch.cuda.synchronize()
+            comm.barrier()
+            out.fill_(-1)
+            job.launch(K.coll, (dc.ptr, win.handle, out, count, region, 2 * region, scratch), grid=(2,),
+                       DTYPE=dtype, OP=op, ALGO=algo)
+            name = f"Coll algo {algo}, dtype {dtype}, op {op}"
+            job.expect(name + " statuses", out[:2].tolist(), [SUCCESS, SUCCESS])
+            job.expect(name + " scratch_bytes", int(out[63].item()), scratch)
+            job.expect(name + " data", bool(torch.equal(got, want.to(tdt))), True)
+            comm.barrier()
+    win.deregister()
+
+
 def main() -> int:
     part = sys.argv[1] if len(sys.argv) > 1 else "lsa"
     with init_communicator(per_rank_vmm=256 << 20) as comm:
@@ -235,6 +272,7 @@ def main() -> int:
             job.run("signals", check_signals, dc, win)
             job.run("world barrier", check_world_barrier, dc, multi_host)
             job.run("SDMA", check_sdma, dc)
+            job.run("collectives", check_coll, dc)
         counts = comm.allgather(job.passed.to_bytes(4, "little") + job.failed.to_bytes(4, "little"))
         passed = sum(int.from_bytes(c[:4], "little") for c in counts)
         failed = sum(int.from_bytes(c[4:], "little") for c in counts)
