@@ -1,8 +1,9 @@
 /*
- * Bootstrap benchmark: communicator create+destroy time and host barrier
- * latency for several local rank counts (processes it forks itself), each
- * next to the raw loopback TCP one-way latency measured in the same run
- * (the floor of one barrier round).
+ * Bootstrap benchmark: communicator create+destroy time, host barrier
+ * latency and the latency of a 48-byte allgather (what a torch rendezvous
+ * exchanges) for several local rank counts (processes it forks itself),
+ * each next to the raw loopback TCP one-way latency measured in the same
+ * run (the floor of one barrier round, of one ring step of the allgather).
  *
  *   cco-bench-bootstrap [--ranks 2,4,8,16] [--reps 15] [-n 5000] [-w 500]
  *
@@ -82,7 +83,10 @@ typedef struct {
   double createMs[64];
   double destroyMs[64];
   double barrierUs;
+  double allgatherUs;
 } rank_result;
+
+#define AG_BYTES 48
 
 static int rank_main(int rank, int nRanks, const ccoUniqueId* ids, int reps, long long warmup, long long iters,
                      int out) {
@@ -106,6 +110,16 @@ static int rank_main(int rank, int nRanks, const ccoUniqueId* ids, int reps, lon
   for (long long i = 0; i < iters; i++)
     if (ccoBarrierAll(comm) != ccoSuccess) return 1;
   res.barrierUs = (now_s() - t0) * 1e6 / iters;
+  char* ag = calloc((size_t)nRanks, AG_BYTES);
+  if (!ag) return 1;
+  for (long long i = 0; i < warmup; i++)
+    if (ccoBootstrapAllGather(comm, ag + (size_t)rank * AG_BYTES, ag, AG_BYTES) != ccoSuccess) return 1;
+  if (ccoBarrierAll(comm) != ccoSuccess) return 1;
+  t0 = now_s();
+  for (long long i = 0; i < iters; i++)
+    if (ccoBootstrapAllGather(comm, ag + (size_t)rank * AG_BYTES, ag, AG_BYTES) != ccoSuccess) return 1;
+  res.allgatherUs = (now_s() - t0) * 1e6 / iters;
+  free(ag);
   ccoCommDestroy(comm);
   return write(out, &res, sizeof(res)) == (ssize_t)sizeof(res) ? 0 : 1;
 }
@@ -136,7 +150,7 @@ static int run(int nRanks, int reps, long long warmup, long long iters, double r
     return 1;
   }
   /* A collective is done when its slowest rank is done. */
-  double create[64], destroy[64], barrier = 0;
+  double create[64], destroy[64], barrier = 0, allgather = 0;
   for (int r = 0; r < reps; r++) {
     create[r] = destroy[r] = 0;
     for (int i = 0; i < nRanks; i++) {
@@ -144,8 +158,10 @@ static int run(int nRanks, int reps, long long warmup, long long iters, double r
       if (all[i].destroyMs[r] > destroy[r]) destroy[r] = all[i].destroyMs[r];
     }
   }
-  for (int i = 0; i < nRanks; i++)
+  for (int i = 0; i < nRanks; i++) {
     if (all[i].barrierUs > barrier) barrier = all[i].barrierUs;
+    if (all[i].allgatherUs > allgather) allgather = all[i].allgatherUs;
+  }
   int rounds = 0;
   while ((1 << rounds) < nRanks) rounds++;
   double cmed = median(create, reps), dmed = median(destroy, reps);
@@ -160,6 +176,12 @@ static int run(int nRanks, int reps, long long warmup, long long iters, double r
   bench_line_int(&l, "rounds", rounds);
   bench_line_emit(&l, "us", barrier, NULL);
   bench_line_emit(&l, "us", rounds * refUs, "tcp_oneway_x_rounds");
+  /* A ring allgather takes n - 1 steps, one trip each. */
+  bench_line_start(&l, "bootstrap", "host_allgather", AG_BYTES, nRanks, iters);
+  bench_line_int(&l, "warmup", warmup);
+  bench_line_int(&l, "steps", nRanks - 1);
+  bench_line_emit(&l, "us", allgather, NULL);
+  bench_line_emit(&l, "us", (nRanks - 1) * refUs, "tcp_oneway_x_steps");
   return 0;
 }
 

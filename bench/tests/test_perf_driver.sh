@@ -35,20 +35,21 @@ for text in lines:
     ops.add((obj["op"], obj["ranks"], obj["ref"]))
 for n in (2, 4):
     for op, ref in (("comm_create", None), ("comm_destroy", None), ("host_barrier", None),
-                    ("host_barrier", "tcp_oneway_x_rounds")):
+                    ("host_barrier", "tcp_oneway_x_rounds"), ("host_allgather", None),
+                    ("host_allgather", "tcp_oneway_x_steps")):
         assert (op, n, ref) in ops, f"no {op} ({ref}) for {n} ranks"
 assert ("tcp_oneway", 2, "tcp_loopback") in ops, "no TCP reference"
 EOF
 }
 
-# A tiny sweep of the real benchmark: 1 reference line + 4 per rank count.
+# A tiny sweep of the real benchmark: 1 reference line + 6 per rank count.
 out=$tmp/bootstrap.jsonl
 if python3 "$perf" bootstrap --bin "$bin" --ranks 2,4 -n 100 -w 10 -o "$out" --log-dir "$tmp/logs" \
   -- --reps 2 2>"$tmp/err"; then pass; else fail "cco_perf bootstrap: exit $?: $(cat "$tmp/err")"; fi
-if check_lines "$out" 9; then pass; else fail "bootstrap lines: $(cat "$out")"; fi
+if check_lines "$out" 13; then pass; else fail "bootstrap lines: $(cat "$out")"; fi
 [ -s "$tmp/logs/bootstrap.log" ] && pass || fail "no log of the run in $tmp/logs"
 python3 "$perf" bootstrap --bin "$bin" --ranks 2,4 -n 100 -w 10 -o "$out" --append -- --reps 2 2>/dev/null
-if check_lines "$out" 18; then pass; else fail "--append did not add 9 lines"; fi
+if check_lines "$out" 26; then pass; else fail "--append did not add 13 lines"; fi
 
 # expect_status STATUS FRAGMENT ARGS...: the driver's exit status and a line of its stderr.
 expect_status() {
