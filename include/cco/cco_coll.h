@@ -65,6 +65,7 @@
 #endif
 
 #include "cco/device/impl/coll_impl.h"
+#include "cco/device/impl/coll_hier_impl.h"
 
 /* ------------------------------------------------------------ all-reduce */
 
@@ -99,6 +100,24 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceLL(const ccoDevComm* dc, const c
 CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceTwoShot(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
                                                         uint32_t nParts) {
   return cco_impl_coll_run(dc, a, part, nParts, cco_impl_coll_twoshot);
+}
+
+/* Hierarchical, for communicators that span hosts: reduce-scatter inside
+ * the host by LSA pull, the slices exchanged with the rail team (this LSA
+ * rank on every other host) by GDA puts with signals, reduced in rail
+ * order, then all-gather inside the host by LSA push. Chunked through the
+ * scratch, so any count works; safe in place. Every rank gets the same bits
+ * (LSA rank order inside each host, then the hosts in rail order, which is
+ * host order for blocked and round-robin placements). Needs hosts of equal
+ * size, a device communicator with GDA to the rail peers (any connection
+ * type that reaches them) and at least nParts x nNodes GDA signals (it uses
+ * signals part x nNodes + railRank, which only grow), and a scratch area of
+ * ccoDevCollHierScratchBytes; ranks that disagree on the call, on this host
+ * or another, all get ccoDevInvalid (the signature travels over the rail
+ * too). On one host it is a two-shot all-reduce with no GDA. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                     uint32_t nParts) {
+  return cco_impl_coll_hier_allreduce(dc, a, part, nParts);
 }
 
 /* ---------------------------------------------------------------- others */
@@ -162,6 +181,15 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoDevBroadcast(const ccoDevComm* dc, const cco
  * area serves calls with any nParts. */
 CCO_HOST_DEVICE_INLINE uint64_t ccoDevCollScratchBytes(int lsaSize, uint32_t nParts) {
   return cco_impl_coll_scratch_bytes(lsaSize, nParts);
+}
+
+/* Bytes of the scratch area the hierarchical blocks need per rank: the
+ * one-host area of ccoDevCollScratchBytes, then per part a use counter,
+ * signature headers and staging for 2 x nNodes slices of 64 KiB; 0 when an
+ * argument is out of range. Unlike the one-host layout it grows with
+ * nParts (part p's region does not move when nParts changes). */
+CCO_HOST_DEVICE_INLINE uint64_t ccoDevCollHierScratchBytes(int lsaSize, int nNodes, uint32_t nParts) {
+  return cco_impl_hier_scratch_bytes(lsaSize, nNodes, nParts);
 }
 
 /* --------------------------------------------------------- conversions */
