@@ -117,7 +117,27 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceTwoShot(const ccoDevComm* dc, co
  * too). On one host it is a two-shot all-reduce with no GDA. */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
                                                      uint32_t nParts) {
-  return cco_impl_coll_hier_allreduce(dc, a, part, nParts);
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_allreduce);
+}
+
+/* Hierarchical all-gather: count elements from every rank into block
+ * `rank` (world rank) of every rank's output of worldSize x count: GDA
+ * puts to the rail peers' outputs, LSA pushes inside the host, each rank
+ * forwarding its rail's blocks to its LSA peers. In place as
+ * ccoDevAllGather, with the world rank's block. The rules of
+ * ccoDevAllReduceHier otherwise. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllGatherHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                     uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_allgather);
+}
+
+/* Hierarchical broadcast from a->root, a world rank here: the root's host
+ * pulls from the root over LSA, the root puts into its rail peers' outputs
+ * by GDA, and each of those pushes on to its LSA peers. In place allowed.
+ * The rules of ccoDevAllReduceHier otherwise. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevBroadcastHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                     uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_broadcast);
 }
 
 /* ---------------------------------------------------------------- others */

@@ -228,7 +228,11 @@ static ccoResult_t build_args(ccoComm* comm, cco_coll_engine* e, const coll_call
   a->count = c->count;
   a->dtype = (uint32_t)c->dtype;
   a->op = is_reduction(c->kind) ? (uint32_t)c->op : 0u;
-  a->root = c->kind == CCO_COLL_BROADCAST ? cco_topology_world_to_team(&comm->topo, ccoTeamLsa, c->root) : 0;
+  /* The one-host blocks take the root's LSA rank, the hierarchical ones its
+   * world rank (it may be on another host). */
+  a->root = c->kind != CCO_COLL_BROADCAST ? 0
+            : *algo == ccoAlgoHier     ? c->root
+                                       : cco_topology_world_to_team(&comm->topo, ccoTeamLsa, c->root);
   a->barrierBase = 0;
   a->scratchWin = cco_coll_engine_config(e)->scratchWin;
   a->scratchOff = 0;

@@ -49,6 +49,8 @@ COLL_ENTRY(k_alltoall, ccoDevAlltoAll)
 COLL_ENTRY(k_alltoallv, ccoDevAlltoAllv)
 COLL_ENTRY(k_broadcast, ccoDevBroadcast)
 COLL_ENTRY(k_hier, ccoDevAllReduceHier)
+COLL_ENTRY(k_hier_allgather, ccoDevAllGatherHier)
+COLL_ENTRY(k_hier_broadcast, ccoDevBroadcastHier)
 
 ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out);
 ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out) {
@@ -111,11 +113,11 @@ int main(void) {
 
   typedef void (*entry)(ccoDevComm, ccoCollArgs, uint32_t, uint32_t, uint32_t*);
   static const entry entries[] = {k_oneshot, k_ll, k_twoshot, k_allgather, k_reducescatter, k_alltoall, k_alltoallv,
-                                  k_broadcast, k_hier}; /* hier on one host: no GDA */
+                                  k_broadcast, k_hier, k_hier_allgather, k_hier_broadcast}; /* hier: one host, no GDA */
   float* in = (float*)(void*)((char*)g_data + 4);
   int64_t* table = (int64_t*)(void*)((char*)g_data + 16000);
   table[0] = 37, table[1] = 0, table[2] = 0;
-  for (int e = 0; e < 9; e++) {
+  for (int e = 0; e < 11; e++) {
     for (int i = 0; i < 37; i++) in[i] = (float)(i * 3 + e) * 0.25f;
     memset((char*)g_data + 8000, 0, 200);
     ccoCollArgs a;
@@ -127,7 +129,7 @@ int main(void) {
     a.dtype = ccoFloat32;
     a.op = ccoSum;
     a.scratchWin = &scratch;
-    a.scratchBytes = e == 8 ? ccoDevCollHierScratchBytes(1, 1, 2) : ccoDevCollScratchBytes(1, 2);
+    a.scratchBytes = e >= 8 ? ccoDevCollHierScratchBytes(1, 1, 2) : ccoDevCollScratchBytes(1, 2);
     a.vTableOff = 16000;
     a.signature = e % 2 ? 0x1234 : 0;
     uint32_t st[2] = {99, 99};

@@ -47,7 +47,9 @@ typedef struct {
   X(ccoCollReduceScatter, ccoDevReduceScatter, 2, ccoAlgoPull)          \
   X(ccoCollAlltoAll, ccoDevAlltoAll, 3, ccoAlgoPush)                    \
   X(ccoCollBroadcast, ccoDevBroadcast, 4, ccoAlgoPull)                  \
-  X(ccoCollAllReduceHier, ccoDevAllReduceHier, 0, ccoAlgoHier)
+  X(ccoCollAllReduceHier, ccoDevAllReduceHier, 0, ccoAlgoHier)         \
+  X(ccoCollAllGatherHier, ccoDevAllGatherHier, 1, ccoAlgoHier)          \
+  X(ccoCollBroadcastHier, ccoDevBroadcastHier, 4, ccoAlgoHier)
 
 /* The reducing blocks also come as one kernel per (type, operator),
  * <name>_<type>_<op> (ccoCollAllReduceLL_bf16_sum), in which both are

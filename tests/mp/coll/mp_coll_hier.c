@@ -16,11 +16,14 @@
  *             order; half types in fp32, rounded once), with guard bytes;
  *             then the ranks compare a hash of all their outputs;
  *   many      small all-reduces back to back, counts changing, no barrier;
- *   refused   what does not cross hosts yet is refused with ccoUnsupported
+ *   refused   what does not cross hosts yet (reduce-scatter, all-to-all,
+ *             ccoBarrierOnStream) is refused with ccoUnsupported
  *             naming it, on every rank, and the communicator still works;
  *   mismatch  a rank of the last host with another count, then with a
  *             refused argument: every rank fails, none hangs;
  *   destroy   communicators destroyed right after their collectives.
+ * All-gather and broadcast (every root) run through the matrix, the calls
+ * back to back and the mismatches too.
  * Exits 77 ("did not run") where the network engine does not open.
  */
 #include <stdint.h>
@@ -139,37 +142,58 @@ static int make_bufs(ccoComm* comm, size_t bytes, bufs* b) {
 
 static size_t window_bytes(size_t maxCount) { return (maxCount * 4 + 2 * GUARD_BYTES + 8192 + 4095) & ~(size_t)4095; }
 
+/* All-gather's count for an all-reduce count: the same output size. */
+static size_t gather_count(size_t count) { return count / (size_t)g_size ? count / (size_t)g_size : 1; }
+
+enum { AR, AG, BC };
+static const char* const k_kind_names[] = {"all-reduce", "all-gather", "broadcast"};
+
 typedef struct {
-  int dtype, op, inPlace;
+  int kind, dtype, op, inPlace;
   size_t count, sendShift, recvShift; /* elements off the buffers' usual places */
   uint32_t seed;
+  int root; /* broadcast */
 } ar_case;
 
 static void describe(const ar_case* c, char* out, size_t size) {
-  snprintf(out, size, "all-reduce %s %s count %zu%s shifts %zu/%zu seed %u", k_dtype_names[c->dtype],
-           k_op_names[c->op], c->count, c->inPlace ? " in place" : "", c->sendShift, c->recvShift, c->seed);
+  snprintf(out, size, "%s %s %s count %zu%s shifts %zu/%zu seed %u root %d", k_kind_names[c->kind],
+           k_dtype_names[c->dtype], c->kind == AR ? k_op_names[c->op] : "", c->count, c->inPlace ? " in place" : "",
+           c->sendShift, c->recvShift, c->seed, c->root);
+}
+
+static size_t out_elems(const ar_case* c) { return c->kind == AG ? c->count * (size_t)g_size : c->count; }
+
+static uint32_t expected(const ar_case* c, uint64_t j) {
+  if (c->kind == AG) return input_bits(c->dtype, (int)(j / c->count), j % c->count, c->seed);
+  if (c->kind == BC) return input_bits(c->dtype, c->root, j, c->seed);
+  return reduced_bits(c->dtype, c->op, j, c->seed);
 }
 
 /* Fills this rank's input, runs the call, checks every output element and
  * the guards; returns the call's result. */
 static ccoResult_t run_case(bufs* b, const ar_case* c, int check) {
-  size_t es = esize_of(c->dtype), bytes = c->count * es;
+  size_t es = esize_of(c->dtype), bytes = out_elems(c) * es;
   char* out = b->recv + GUARD_BYTES + c->recvShift * es;
-  char* in = c->inPlace ? out : b->send + 192 + c->sendShift * es;
+  char* in = b->send + 192 + c->sendShift * es;
+  if (c->inPlace) in = c->kind == AG ? out + (size_t)g_rank * c->count * es : out;
   memset(out - GUARD_BYTES, SENTINEL, GUARD_BYTES + bytes + GUARD_BYTES);
-  for (uint64_t i = 0; i < c->count; i++) put(in, c->dtype, i, input_bits(c->dtype, g_rank, i, c->seed));
-  ccoResult_t res = ccoAllReduce(b->comm, in, out, c->count, c->dtype, c->op, NULL);
+  int from = c->kind == BC && g_rank != c->root ? -1 : g_rank; /* non-roots' inputs are not read */
+  for (uint64_t i = 0; i < c->count; i++)
+    put(in, c->dtype, i, from < 0 ? 0x5a5au : input_bits(c->dtype, from, i, c->seed));
+  ccoResult_t res = c->kind == AG   ? ccoAllGather(b->comm, in, out, c->count, c->dtype, NULL)
+                    : c->kind == BC ? ccoBroadcast(b->comm, in, out, c->count, c->dtype, c->root, NULL)
+                                    : ccoAllReduce(b->comm, in, out, c->count, c->dtype, c->op, NULL);
   if (res != ccoSuccess || !check) return res;
   char what[160];
   describe(c, what, sizeof(what));
   size_t bad = 0, first = 0;
-  for (uint64_t j = 0; j < c->count; j++) {
+  for (uint64_t j = 0; j < out_elems(c); j++) {
     uint32_t got = get(out, c->dtype, j);
     g_hash = (g_hash ^ got) * 1099511628211ull;
-    if (got != reduced_bits(c->dtype, c->op, j, c->seed) && bad++ == 0) first = j;
+    if (got != expected(c, j) && bad++ == 0) first = j;
   }
   MP_CHECK(bad == 0, "rank %d: %s: %zu elements wrong, first %zu: %#x, want %#x", g_rank, what, bad, first,
-           bad ? get(out, c->dtype, first) : 0, bad ? reduced_bits(c->dtype, c->op, first, c->seed) : 0);
+           bad ? get(out, c->dtype, first) : 0, bad ? expected(c, first) : 0);
   const unsigned char* lo = (const unsigned char*)out - GUARD_BYTES;
   const unsigned char* hi = (const unsigned char*)out + bytes;
   size_t touched = 0;
@@ -199,13 +223,19 @@ static void phase_matrix(void) {
            * three calls in all. */
           if (big && (op != (dtype + (int)s) % 3 || inPlace != ((dtype + (int)s) & 1))) continue;
           if (huge && dtype == ccoFloat16) continue;
-          ar_case c = {dtype, op, inPlace, count, seed % 4, (seed / 4) % 3, seed};
-          seed++;
-          char what[160];
-          describe(&c, what, sizeof(what));
-          ccoResult_t res = run_case(&b, &c, 1);
-          MP_CHECK(res == ccoSuccess, "rank %d: %s: %s", g_rank, what, ccoGetLastError(g_comm));
-          cases++;
+          /* All-gather and broadcast once per type and count, with the
+           * first operator. */
+          for (int kind = AR; kind <= BC; kind++) {
+            if (kind != AR && op != (big ? (dtype + (int)s) % 3 : 0)) continue;
+            size_t n = kind == AG ? gather_count(count) : count;
+            ar_case c = {kind, dtype, op, inPlace, n, seed % 4, (seed / 4) % 3, seed, (int)(seed % (uint32_t)g_size)};
+            seed++;
+            char what[160];
+            describe(&c, what, sizeof(what));
+            ccoResult_t res = run_case(&b, &c, 1);
+            MP_CHECK(res == ccoSuccess, "rank %d: %s: %s", g_rank, what, ccoGetLastError(g_comm));
+            cases++;
+          }
         }
   }
   uint64_t* hashes = calloc((size_t)g_size, sizeof(uint64_t));
@@ -219,7 +249,7 @@ static void phase_matrix(void) {
   MP_CHECK(async == ccoSuccess, "rank %d: async error %d after the matrix", g_rank, async);
   OK(g_comm, ccoWindowDeregister(g_comm, b.sendWin));
   OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
-  if (g_rank == 0) printf("matrix: %d all-reduces in %.1f s\n", cases, mp_now() - t0);
+  if (g_rank == 0) printf("matrix: %d all-reduces, all-gathers and broadcasts in %.1f s\n", cases, mp_now() - t0);
 }
 
 static void phase_many(void) {
@@ -228,11 +258,15 @@ static void phase_many(void) {
   double t0 = mp_now();
   int n = 200;
   for (int k = 0; k < n; k++) {
-    ar_case c = {k % 4, k % 3, k & 1, (size_t)(1 + (k * 977) % 6000), (size_t)(k % 3), 0, (uint32_t)(1000 + k)};
+    /* The kinds interleaved: they share the parts' uses of the rail. */
+    int kind = k % 5 == 3 ? AG : k % 5 == 4 ? BC : AR;
+    size_t count = (size_t)(1 + (k * 977) % 6000);
+    ar_case c = {kind, k % 4, k % 3, k & 1, kind == AG ? gather_count(count) : count, (size_t)(k % 3), 0,
+                 (uint32_t)(1000 + k), k % g_size};
     ccoResult_t res = run_case(&b, &c, k % 10 == 0);
     MP_CHECK(res == ccoSuccess, "rank %d: call %d of many: %s", g_rank, k, ccoGetLastError(g_comm));
   }
-  ar_case last = {ccoFloat32, ccoSum, 0, 3001, 1, 2, 99};
+  ar_case last = {AR, ccoFloat32, ccoSum, 0, 3001, 1, 2, 99, 0};
   OK(g_comm, run_case(&b, &last, 1));
   OK(g_comm, ccoWindowDeregister(g_comm, b.sendWin));
   OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
@@ -252,17 +286,13 @@ static void phase_refused(void) {
   OK(g_comm, ccoCollAlgorithm(g_comm, "allreduce", 1 << 20, &algo));
   MP_CHECK(algo == ccoAlgoHier, "rank %d: all-reduce across hosts chose %d, not hier", g_rank, (int)algo);
   size_t n = 1024;
-  expect_refused(ccoAllGather(g_comm, b.send, b.recv, n, ccoFloat32, NULL), ccoUnsupported, "ccoAllGather",
-                 "all-gather");
   expect_refused(ccoReduceScatter(g_comm, b.send, b.recv, n, ccoFloat32, ccoSum, NULL), ccoUnsupported,
                  "ccoReduceScatter", "reduce-scatter");
   expect_refused(ccoAlltoAll(g_comm, b.send, b.recv, n, ccoFloat32, NULL), ccoUnsupported, "ccoAlltoAll",
                  "all-to-all");
-  expect_refused(ccoBroadcast(g_comm, b.send, b.recv, n, ccoFloat32, 0, NULL), ccoUnsupported, "ccoBroadcast",
-                 "broadcast");
   expect_refused(ccoBarrierOnStream(g_comm, NULL), ccoUnsupported, "ccoBarrierOnStream", "stream barrier");
   /* Still healthy. */
-  ar_case c = {ccoInt32, ccoSum, 0, 777, 0, 0, 7};
+  ar_case c = {AR, ccoInt32, ccoSum, 0, 777, 0, 0, 7, 0};
   OK(g_comm, run_case(&b, &c, 1));
   OK(g_comm, ccoWindowDeregister(g_comm, b.sendWin));
   OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
@@ -287,7 +317,7 @@ static void expect_job_failed(ccoComm* comm, ccoResult_t res, bufs* b, const cha
   ccoResult_t async = ccoSuccess;
   OK(comm, ccoCommGetAsyncError(comm, &async));
   MP_CHECK(async != ccoSuccess, "rank %d: %s: no async error", g_rank, what);
-  ar_case c = {ccoFloat32, ccoSum, 0, 16, 0, 0, 9};
+  ar_case c = {AR, ccoFloat32, ccoSum, 0, 16, 0, 0, 9, 0};
   ccoResult_t next = run_case(b, &c, 0);
   MP_CHECK(next != ccoSuccess && strstr(ccoGetLastError(comm), "failed earlier"),
            "rank %d: %s: the next call gave %d '%s'", g_rank, what, next, ccoGetLastError(comm));
@@ -295,18 +325,19 @@ static void expect_job_failed(ccoComm* comm, ccoResult_t res, bufs* b, const cha
 
 static void phase_mismatch(void) {
   int odd = g_rank == g_size - 1; /* on the last host */
-  for (int round = 0; round < 2; round++) {
+  for (int round = 0; round < 3; round++) {
     ccoComm* comm = new_comm();
     bufs b;
-    if (comm && make_bufs(comm, window_bytes(50000), &b)) {
+    if (comm && make_bufs(comm, window_bytes(50000 * (size_t)g_size), &b)) {
       double t0 = mp_now();
-      ar_case c = {ccoFloat32, ccoSum, 0, odd ? 40001u : 40000u, 0, 0, 3};
+      ar_case c = {round == 2 ? AG : AR, ccoFloat32, ccoSum, 0, odd ? 40001u : 40000u, 0, 0, 3, 0};
       /* Round 0: another count; round 1: a misaligned sendbuf, refused by
-       * the host, which then launches a call no peer's can match. */
-      ccoResult_t res = round == 0 ? run_case(&b, &c, 0)
+       * the host, which then launches a call no peer's can match; round 2:
+       * an all-gather of another count. */
+      ccoResult_t res = round != 1 ? run_case(&b, &c, 0)
                                    : ccoAllReduce(comm, odd ? b.send + 2 : b.send, b.recv, 40000, ccoFloat32, ccoSum,
                                                   NULL);
-      expect_job_failed(comm, res, &b, round == 0 ? "mismatched counts" : "one rank refusing its arguments");
+      expect_job_failed(comm, res, &b, round == 1 ? "one rank refusing its arguments" : "mismatched counts");
       if (round == 1 && odd)
         MP_CHECK(res == ccoInvalidArgument, "rank %d: the misaligned sendbuf gave %d", g_rank, res);
       if (g_rank == 0) printf("mismatch %d: every rank failed after %.2f s\n", round, mp_now() - t0);
@@ -321,7 +352,8 @@ static void phase_destroy(void) {
     bufs b;
     if (comm && make_bufs(comm, window_bytes(70000), &b)) {
       for (int k = 0; k < 3; k++) {
-        ar_case c = {k % 4, ccoSum, 0, 60001, 0, 0, (uint32_t)(50 + k)};
+        ar_case c = {k == 1 ? AG : AR, k % 4, ccoSum, 0, 60001 / (k == 1 ? (size_t)g_size : 1), 0, 0,
+                     (uint32_t)(50 + k), 0};
         OK(comm, run_case(&b, &c, 1));
       }
     }

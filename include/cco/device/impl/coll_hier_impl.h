@@ -214,43 +214,81 @@ CCO_DEVICE_INLINE int cco_impl_hier_init(cco_impl_hier* h, const ccoDevComm* dc)
   return 1;
 }
 
-/* Use e of the part: this rank's `bytes` at offset `off` of the part's
- * region to the same offset of every rail peer's region (isValue: the 8-byte
- * `value`, carried in the descriptor, instead), each with +1 on the peer's
- * signal (part, this rail rank); then wait until every rail peer's signal
- * reached e. Thread 0 posts and waits, after a block sync that orders every
- * thread's stores before the puts. */
-CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_exchange(const cco_impl_hier* h, uint64_t e, uint64_t off,
-                                                        uint64_t bytes, int isValue, uint64_t value) {
+/* What this rank sends each rail peer in one use: `bytes` of srcWin at
+ * srcOff + j x srcPerPeer (j: the peer's rail rank) into dstWin at dstOff
+ * of the peer; or the 8-byte `value` carried in the descriptor (isValue);
+ * or, with 0 bytes, the signal alone. Either way the peer's signal (part,
+ * this rail rank) gets +1 once the data is there. */
+typedef struct {
+  ccoWindow_t dstWin, srcWin;
+  uint64_t dstOff, srcOff, srcPerPeer, bytes, value;
+  int32_t isValue;
+} cco_impl_hier_send;
+
+CCO_DEVICE_INLINE cco_impl_hier_send cco_impl_hier_send_of(ccoWindow_t dstWin, uint64_t dstOff, ccoWindow_t srcWin,
+                                                           uint64_t srcOff, uint64_t bytes) {
+  cco_impl_hier_send m;
+  m.dstWin = dstWin, m.dstOff = dstOff, m.srcWin = srcWin, m.srcOff = srcOff;
+  m.srcPerPeer = 0, m.bytes = bytes, m.value = 0, m.isValue = 0;
+  return m;
+}
+
+/* Thread 0 posts the use to every rail peer (the next one first), after a
+ * block sync that orders every thread's stores to the sources before the
+ * puts. Returns thread 0's status (the others' is success). */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_post(const cco_impl_hier* h, const cco_impl_hier_send* m) {
   ccoCoopSync(ccoCoopBlock);
   ccoDevStatus_t st = ccoDevSuccess;
-  if (h->c.tid == 0 && h->H > 1) {
-    ccoWindow_t w = h->c.a.scratchWin;
+  if (h->c.tid != 0) return st;
+  ccoGdaSignalSpec sig = ccoGdaSigInc(h->c.part * (uint32_t)h->H + (uint32_t)h->hr);
+  for (int32_t i = 1; i < h->H && st == ccoDevSuccess; i++) {
+    int32_t j = (h->hr + i) % h->H;
+    int peer = ccoDevTeamRankToWorld(h->c.dc, ccoTeamRail, j);
+    if (m->isValue)
+      st = ccoGdaPutValue(&h->g, peer, m->dstWin, m->dstOff, m->value, 8, sig, CCO_GDA_NO_COUNTER, ccoCoopThread,
+                          ccoGdaThreadAggregate);
+    else if (m->bytes)
+      st = ccoGdaPut(&h->g, peer, m->dstWin, m->dstOff, m->srcWin, m->srcOff + (uint64_t)j * m->srcPerPeer,
+                     m->bytes, sig, CCO_GDA_NO_COUNTER, ccoCoopThread, ccoGdaThreadAggregate);
+    else
+      st = ccoGdaSignal(&h->g, peer, sig, ccoCoopThread);
+  }
+  return st;
+}
+
+/* Thread 0 waits until every rail peer's signal reached use e; every
+ * thread gets the status (`st`: thread 0's post, which skips the wait when
+ * it failed). */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_wait(const cco_impl_hier* h, uint64_t e, ccoDevStatus_t st) {
+  if (h->c.tid == 0) {
     uint32_t sig0 = h->c.part * (uint32_t)h->H;
-    for (int32_t i = 1; i < h->H && st == ccoDevSuccess; i++) {
-      int peer = ccoDevTeamRankToWorld(h->c.dc, ccoTeamRail, (h->hr + i) % h->H);
-      ccoGdaSignalSpec sig = ccoGdaSigInc(sig0 + (uint32_t)h->hr);
-      st = isValue ? ccoGdaPutValue(&h->g, peer, w, h->partOff + off, value, 8, sig, CCO_GDA_NO_COUNTER,
-                                    ccoCoopThread, ccoGdaThreadAggregate)
-                   : ccoGdaPut(&h->g, peer, w, h->partOff + off, w, h->partOff + off, bytes, sig,
-                               CCO_GDA_NO_COUNTER, ccoCoopThread, ccoGdaThreadAggregate);
-    }
     for (int32_t j = 0; j < h->H && st == ccoDevSuccess; j++)
       if (j != h->hr) st = ccoGdaWaitSignal(&h->g, sig0 + (uint32_t)j, e, CCO_COLL_TIMEOUT_NS, ccoCoopThread);
   }
   return (ccoDevStatus_t)cco_impl_coop_broadcast3((int)ccoCoopBlock, h->c.tid, (uint32_t)st);
 }
 
-/* The signature header: use 1 of a call that has one. *agree: every rail
- * peer sent this rank's signature, and so did this rank (ok). */
+/* Use e: post, then wait for the rail. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_exchange(const cco_impl_hier* h, uint64_t e,
+                                                        const cco_impl_hier_send* m) {
+  return cco_impl_hier_wait(h, e, cco_impl_hier_post(h, m));
+}
+
+/* The signature header: use 1 of a call that has one (and of every call of
+ * the blocks that write into the rail peers' buffers: receiving it says the
+ * peer has entered the call, so its outputs are free). *agree: every rail
+ * peer sent this rank's signature (when there is one), and this rank is ok. */
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_verdict(cco_impl_hier* h, int ok, int* agree) {
   uint64_t sig = h->c.a.signature, e = ++h->use;
   uint64_t hdr = CCO_IMPL_HIER_HDR_OFF + ((e & 1u) * (uint64_t)h->H) * 8u;
-  ccoDevStatus_t st = cco_impl_hier_exchange(h, e, hdr + (uint64_t)h->hr * 8u, 8, 1, ok ? sig : 0);
+  cco_impl_hier_send m = cco_impl_hier_send_of(h->c.a.scratchWin, h->partOff + hdr + (uint64_t)h->hr * 8u,
+                                               h->c.a.scratchWin, 0, 8);
+  m.isValue = 1, m.value = ok ? sig : 0;
+  ccoDevStatus_t st = cco_impl_hier_exchange(h, e, &m);
   int bad = !ok;
   if (st == ccoDevSuccess) {
     for (int32_t j = (int32_t)h->c.tid; j < h->H; j += (int32_t)h->c.nthr)
-      if (j != h->hr) bad |= *(const volatile uint64_t*)(uintptr_t)(h->partAddr + hdr + (uint64_t)j * 8u) != sig;
+      if (j != h->hr && sig) bad |= *(const volatile uint64_t*)(uintptr_t)(h->partAddr + hdr + (uint64_t)j * 8u) != sig;
     bad = cco_impl_block_any((uint32_t)bad);
   }
   *agree = !bad;
@@ -290,9 +328,11 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_allreduce_work(cco_impl_hier* h) 
     s.src = c->sendPeer0 + first * c->es, s.srcStride = c->sendStride, s.nSrc = c->n, s.srcAcc = 0;
     s.dst = h->partAddr + mine + idx0 * 4u, s.dstStride = 0, s.nDst = 1, s.dstFirst = 0, s.dstAcc = 1;
     cco_impl_hier_reduce_typed(&s, c->dt, c->op, c->tid, c->nthr);
-    /* 2: the slot to the rail (an empty slice still sends its signal, with
-     * a few bytes nobody reads), then the rail's slots in rail order. */
-    st = cco_impl_hier_exchange(h, e, n ? mine + idx0 * 4u : mine, n ? n * 4u : 16u, 0, 0);
+    /* 2: the slot to the rail (an empty slice sends its signal alone),
+     * then the rail's slots in rail order. */
+    uint64_t off = h->partOff + mine + (n ? idx0 * 4u : 0u);
+    cco_impl_hier_send m = cco_impl_hier_send_of(c->a.scratchWin, off, c->a.scratchWin, off, n * 4u);
+    st = cco_impl_hier_exchange(h, e, &m);
     if (st != ccoDevSuccess) break;
     /* 3: into slice `me` of every LSA peer's output, the next rank first. */
     s.src = h->partAddr + row + idx0 * 4u, s.srcStride = CCO_IMPL_HIER_SLOT_BYTES, s.nSrc = h->H, s.srcAcc = 1;
@@ -303,17 +343,116 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_allreduce_work(cco_impl_hier* h) 
   return st;
 }
 
-/* The driver: the LSA frame (barrier and the host's signature check), the
- * rail's verdict, the work, a flush (this rank's puts have landed, so the
- * scratch is quiet and the communicator may go once the call returns), the
- * closing LSA barrier. */
-CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_hier_allreduce(const ccoDevComm* dc, const ccoCollArgs* a,
-                                                              uint32_t part, uint32_t nParts) {
+/* ------------------------------------------------- all-gather, broadcast */
+
+/* Elements [*f0, *f1) of n: part p's piece (the same on every rank, so a
+ * receiver knows what the sender's part sent). */
+CCO_DEVICE_INLINE void cco_impl_hier_piece(const cco_impl_coll_ctx* c, uint64_t n, uint64_t* f0, uint64_t* f1) {
+  *f0 = n * c->part / c->nParts;
+  *f1 = n * (c->part + 1u) / c->nParts;
+}
+
+/* All-gather: this part's piece of the input goes to block `rank` (world
+ * rank) of every rail peer's output by GDA and of every LSA peer's by LSA
+ * push; once the rail's pieces are here, this rank pushes each of them on
+ * to its LSA peers. Every block of every output is written by one rank. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_allgather_work(cco_impl_hier* h) {
+  const cco_impl_coll_ctx* c = &h->c;
+  const uint64_t es = c->es, bytes = c->bytes, mine = (uint64_t)c->dc->rank * bytes;
+  int inPlace = c->send == c->recv || c->send == c->recv + mine;
+  uint64_t f0, f1;
+  cco_impl_hier_piece(c, c->a.count, &f0, &f1);
+  uint64_t pb = f0 * es, pn = f1 - f0, src = (inPlace ? c->recv + mine : c->send) + pb;
+  uint64_t e = ++h->use;
+  cco_impl_hier_send m =
+      cco_impl_hier_send_of(c->a.recvWin, c->a.recvOff + mine + pb, inPlace ? c->a.recvWin : c->a.sendWin,
+                            (inPlace ? c->a.recvOff + mine : c->a.sendOff) + pb, pn * es);
+  ccoDevStatus_t st = cco_impl_hier_post(h, &m);
+  cco_impl_coll_span s = cco_impl_coll_span_make(src, 0, 1, c->recvPeer0 + mine + pb, c->recvStride, c->n,
+                                                 (c->me + 1) % c->n, inPlace ? c->me : -1, pn);
+  cco_impl_coll_copy(&s, c->es, c->tid, c->nthr);
+  st = cco_impl_hier_wait(h, e, st);
+  for (int32_t i = 1; i < h->H && st == ccoDevSuccess; i++) {
+    uint64_t blk = (uint64_t)ccoDevTeamRankToWorld(c->dc, ccoTeamRail, (h->hr + i) % h->H) * bytes + pb;
+    s = cco_impl_coll_span_make(c->recv + blk, 0, 1, c->recvPeer0 + blk, c->recvStride, c->n, (c->me + 1) % c->n,
+                                c->me, pn);
+    cco_impl_coll_copy(&s, c->es, c->tid, c->nthr);
+  }
+  return st;
+}
+
+/* Broadcast from world rank `root`: on the root's host every rank pulls
+ * from the root's input (as on one host); the root puts it into its rail
+ * peers' outputs, and each of them pushes it on to its LSA peers. The
+ * other members of the root's rail send their signals alone, so that every
+ * rail member's uses stay in step; the other rails skip the use. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_broadcast_work(cco_impl_hier* h) {
+  const cco_impl_coll_ctx* c = &h->c;
+  const int32_t root = c->a.root, rootLsa = ccoDevTeamRankFromWorld(c->dc, ccoTeamLsa, root);
+  uint64_t f0, f1;
+  cco_impl_hier_piece(c, c->a.count, &f0, &f1);
+  uint64_t pb = f0 * c->es, pn = f1 - f0;
+  cco_impl_coll_span s;
+  if (rootLsa >= 0 && !(c->dc->rank == root && c->send == c->recv)) {
+    s = cco_impl_coll_span_make(c->sendPeer0 + (uint64_t)rootLsa * c->sendStride + pb, 0, 1, c->recv + pb, 0, 1, 0,
+                                -1, pn);
+    cco_impl_coll_copy(&s, c->es, c->tid, c->nthr);
+  }
+  if (h->H < 2 || ccoDevTeamRankFromWorld(c->dc, ccoTeamRail, root) < 0) return ccoDevSuccess;
+  uint64_t e = ++h->use;
+  cco_impl_hier_send m = cco_impl_hier_send_of(c->a.recvWin, c->a.recvOff + pb, c->a.sendWin, c->a.sendOff + pb,
+                                               c->dc->rank == root ? pn * c->es : 0);
+  ccoDevStatus_t st = cco_impl_hier_exchange(h, e, &m);
+  if (st == ccoDevSuccess && rootLsa < 0) {
+    s = cco_impl_coll_span_make(c->recv + pb, 0, 1, c->recvPeer0 + pb, c->recvStride, c->n, (c->me + 1) % c->n, c->me,
+                                pn);
+    cco_impl_coll_copy(&s, c->es, c->tid, c->nthr);
+  }
+  return st;
+}
+
+/* ------------------------------------------------------------- drivers */
+
+typedef enum {
+  cco_impl_hier_allreduce = 0,
+  cco_impl_hier_allgather,
+  cco_impl_hier_broadcast,
+} cco_impl_hier_kind;
+
+/* This rank's arguments, with the world's sizes: all-gather's output holds
+ * worldSize blocks (by world rank), broadcast's root is a world rank. */
+CCO_DEVICE_INLINE int cco_impl_hier_args_ok(cco_impl_coll_ctx* c, cco_impl_hier_kind kind) {
+  const ccoCollArgs* a = &c->a;
+  if (kind == cco_impl_hier_allreduce) return cco_impl_coll_args_ok(c, cco_impl_coll_oneshot);
+  uint64_t total, mine;
+  if (!c->es || !a->sendWin || !a->recvWin || !cco_impl_coll_mul(a->count, c->es, &c->bytes) ||
+      !cco_impl_coll_mul(c->bytes, (uint64_t)c->dc->worldSize, &total) ||
+      !cco_impl_coll_in_window(a->sendWin, a->sendOff, c->bytes, c->es))
+    return 0;
+  if (kind == cco_impl_hier_allgather) {
+    mine = (uint64_t)c->dc->rank * c->bytes;
+    return cco_impl_coll_in_window(a->recvWin, a->recvOff, total, c->es) &&
+           (c->send == c->recv || c->send == c->recv + mine || !cco_impl_coll_overlap(c->send, c->bytes, c->recv, total));
+  }
+  return a->root >= 0 && a->root < c->dc->worldSize && cco_impl_coll_in_window(a->recvWin, a->recvOff, c->bytes, c->es) &&
+         (c->dc->rank != a->root || c->send == c->recv || !cco_impl_coll_overlap(c->send, c->bytes, c->recv, c->bytes));
+}
+
+/* Every hierarchical block: the LSA frame (barrier and the host's signature
+ * check), the rail's verdict, the work of `kind` (a constant in each public
+ * function), a flush (this rank's puts have landed, so no peer reads its
+ * buffers once the call returns and the communicator may go), the closing
+ * LSA barrier. The all-reduce writes only into the scratch over the rail,
+ * so without a signature it skips the verdict; the others write into the
+ * rail peers' outputs and always wait for it: the peers have then entered
+ * the call. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_hier_run(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                        uint32_t nParts, cco_impl_hier_kind kind) {
   cco_impl_hier h;
   if (!cco_impl_coll_ctx_init(&h.c, dc, a, part, nParts)) return ccoDevInvalid;
   if (h.c.a.barrierBase >= dc->lsaBarrierCount || nParts > dc->lsaBarrierCount - h.c.a.barrierBase)
     return ccoDevInvalid;
-  int ok = cco_impl_coll_args_ok(&h.c, cco_impl_coll_oneshot);
+  int ok = cco_impl_hier_args_ok(&h.c, kind);
   int ready = cco_impl_hier_init(&h, dc); /* the same on every rank of a well-formed communicator */
   if (h.c.a.signature == 0 && h.c.a.count == 0) return ok && ready ? ccoDevSuccess : ccoDevInvalid;
   cco_impl_coll_frame f;
@@ -322,8 +461,14 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_hier_allreduce(const ccoDevComm* 
   ccoDevStatus_t st = ccoDevSuccess;
   if (f.st == ccoDevSuccess && ready) {
     int agree = f.proceed;
-    if (h.c.a.signature != 0) st = cco_impl_hier_verdict(&h, f.proceed, &agree);
-    if (st == ccoDevSuccess && agree) st = cco_impl_hier_allreduce_work(&h);
+    if (h.c.a.signature != 0 || kind != cco_impl_hier_allreduce) st = cco_impl_hier_verdict(&h, f.proceed, &agree);
+    if (st == ccoDevSuccess && agree) {
+      switch (kind) {
+        case cco_impl_hier_allreduce: st = cco_impl_hier_allreduce_work(&h); break;
+        case cco_impl_hier_allgather: st = cco_impl_hier_allgather_work(&h); break;
+        case cco_impl_hier_broadcast: st = cco_impl_hier_broadcast_work(&h); break;
+      }
+    }
     if (st == ccoDevSuccess && h.H > 1) st = ccoGdaFlush(&h.g, ccoCoopBlock);
     cco_impl_hier_save(&h);
     workOk = agree;
