@@ -131,6 +131,18 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllGatherHier(const ccoDevComm* dc, const
   return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_allgather);
 }
 
+/* Hierarchical reduce-scatter: block `rank` (world rank) of every rank's
+ * input (worldSize x count), reduced into this rank's count elements: each
+ * rank reduces its host's share of its rail members' blocks (LSA pull) and
+ * puts each rail peer its partial, then reduces what its rail sent in rail
+ * order (the order of ccoDevAllReduceHier). In place as
+ * ccoDevReduceScatter, with the world rank's block. The rules of
+ * ccoDevAllReduceHier otherwise. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevReduceScatterHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                         uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_reducescatter);
+}
+
 /* Hierarchical broadcast from a->root, a world rank here: the root's host
  * pulls from the root over LSA, the root puts into its rail peers' outputs
  * by GDA, and each of those pushes on to its LSA peers. In place allowed.

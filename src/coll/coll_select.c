@@ -57,7 +57,7 @@ static const char* const k_algo_names[ccoNumAlgos] = {"auto", "oneshot", "ll", "
 static const ccoAlgo_t k_algos[CCO_COLL_KINDS][5] = {
     [CCO_COLL_ALLREDUCE] = {ccoAlgoOneShot, ccoAlgoLL, ccoAlgoTwoShot, ccoAlgoHier, ccoAlgoAuto},
     [CCO_COLL_ALLGATHER] = {ccoAlgoPush, ccoAlgoHier, ccoAlgoAuto},
-    [CCO_COLL_REDUCESCATTER] = {ccoAlgoPull, ccoAlgoAuto},
+    [CCO_COLL_REDUCESCATTER] = {ccoAlgoPull, ccoAlgoHier, ccoAlgoAuto},
     [CCO_COLL_ALLTOALL] = {ccoAlgoPush, ccoAlgoAuto},
     [CCO_COLL_BROADCAST] = {ccoAlgoPull, ccoAlgoHier, ccoAlgoAuto},
 };
@@ -98,8 +98,8 @@ const char* cco_coll_algo_list(cco_coll_kind kind) {
   switch (kind) {
     case CCO_COLL_ALLREDUCE: return "oneshot, ll, twoshot, hier";
     case CCO_COLL_ALLGATHER: return "push, hier";
+    case CCO_COLL_REDUCESCATTER:
     case CCO_COLL_BROADCAST: return "pull, hier";
-    case CCO_COLL_REDUCESCATTER: return "pull";
     default: return "push";
   }
 }
@@ -160,7 +160,8 @@ ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size
                             int nNodes, ccoAlgo_t* algo, char* why, size_t whySize) {
   if (nNodes > 1 && !crosses_hosts(kind)) {
     snprintf(why, whySize, "%s over %d hosts: not implemented across hosts yet (the hierarchical algorithm, LSA "
-             "inside each host and GDA between hosts, exists for ccoAllReduce, ccoAllGather and ccoBroadcast); %s "
+             "inside each host and GDA between hosts, exists for ccoAllReduce, ccoAllGather, ccoReduceScatter and "
+             "ccoBroadcast); %s "
              "works inside one host",
              cco_coll_api_name(kind), nNodes, cco_coll_api_name(kind));
     return ccoUnsupported;

@@ -51,6 +51,7 @@ COLL_ENTRY(k_broadcast, ccoDevBroadcast)
 COLL_ENTRY(k_hier, ccoDevAllReduceHier)
 COLL_ENTRY(k_hier_allgather, ccoDevAllGatherHier)
 COLL_ENTRY(k_hier_broadcast, ccoDevBroadcastHier)
+COLL_ENTRY(k_hier_reducescatter, ccoDevReduceScatterHier)
 
 ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out);
 ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out) {
@@ -67,7 +68,7 @@ ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out) {
 
 /* One rank alone: windows, scratch and resources are plain arrays; every
  * block then copies (a reduction of one input). */
-static uint64_t g_data[4096], g_scratch[80000], g_res[64];
+static uint64_t g_data[4096], g_scratch[120000], g_res[64];
 static uint32_t g_abort;
 static int32_t g_member0;
 static int g_bad;
@@ -113,11 +114,12 @@ int main(void) {
 
   typedef void (*entry)(ccoDevComm, ccoCollArgs, uint32_t, uint32_t, uint32_t*);
   static const entry entries[] = {k_oneshot, k_ll, k_twoshot, k_allgather, k_reducescatter, k_alltoall, k_alltoallv,
-                                  k_broadcast, k_hier, k_hier_allgather, k_hier_broadcast}; /* hier: one host, no GDA */
+                                  k_broadcast, k_hier, k_hier_allgather, k_hier_broadcast,
+                                  k_hier_reducescatter}; /* hier: one host, no GDA */
   float* in = (float*)(void*)((char*)g_data + 4);
   int64_t* table = (int64_t*)(void*)((char*)g_data + 16000);
   table[0] = 37, table[1] = 0, table[2] = 0;
-  for (int e = 0; e < 11; e++) {
+  for (int e = 0; e < 12; e++) {
     for (int i = 0; i < 37; i++) in[i] = (float)(i * 3 + e) * 0.25f;
     memset((char*)g_data + 8000, 0, 200);
     ccoCollArgs a;

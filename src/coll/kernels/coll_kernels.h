@@ -49,6 +49,7 @@ typedef struct {
   X(ccoCollBroadcast, ccoDevBroadcast, 4, ccoAlgoPull)                  \
   X(ccoCollAllReduceHier, ccoDevAllReduceHier, 0, ccoAlgoHier)         \
   X(ccoCollAllGatherHier, ccoDevAllGatherHier, 1, ccoAlgoHier)          \
+  X(ccoCollReduceScatterHier, ccoDevReduceScatterHier, 2, ccoAlgoHier)  \
   X(ccoCollBroadcastHier, ccoDevBroadcastHier, 4, ccoAlgoHier)
 
 /* The reducing blocks also come as one kernel per (type, operator),

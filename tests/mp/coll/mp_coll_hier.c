@@ -16,13 +16,14 @@
  *             order; half types in fp32, rounded once), with guard bytes;
  *             then the ranks compare a hash of all their outputs;
  *   many      small all-reduces back to back, counts changing, no barrier;
- *   refused   what does not cross hosts yet (reduce-scatter, all-to-all,
+ *   refused   what does not cross hosts yet (all-to-all,
  *             ccoBarrierOnStream) is refused with ccoUnsupported
  *             naming it, on every rank, and the communicator still works;
  *   mismatch  a rank of the last host with another count, then with a
  *             refused argument: every rank fails, none hangs;
  *   destroy   communicators destroyed right after their collectives.
- * All-gather and broadcast (every root) run through the matrix, the calls
+ * All-gather, reduce-scatter and broadcast (every root) run through the
+ * matrix (fewer operators for reduce-scatter at large counts), the calls
  * back to back and the mismatches too.
  * Exits 77 ("did not run") where the network engine does not open.
  */
@@ -34,7 +35,7 @@
 static int g_rank, g_size, g_lsaSize, g_nNodes;
 static ccoComm* g_comm;
 static size_t g_maxCount = (1u << 20) + 3;
-static uint64_t g_hash = 1469598103934665603ull; /* of every output, compared across ranks */
+static uint64_t g_hash = 1469598103934665603ull; /* of the outputs every rank shares, compared */
 
 #define OK(comm, call) MP_CHECK((call) == ccoSuccess, "%s: %s", #call, ccoGetLastError(comm))
 
@@ -142,11 +143,12 @@ static int make_bufs(ccoComm* comm, size_t bytes, bufs* b) {
 
 static size_t window_bytes(size_t maxCount) { return (maxCount * 4 + 2 * GUARD_BYTES + 8192 + 4095) & ~(size_t)4095; }
 
-/* All-gather's count for an all-reduce count: the same output size. */
+/* All-gather's and reduce-scatter's count for an all-reduce count: the
+ * same size of the larger buffer. */
 static size_t gather_count(size_t count) { return count / (size_t)g_size ? count / (size_t)g_size : 1; }
 
-enum { AR, AG, BC };
-static const char* const k_kind_names[] = {"all-reduce", "all-gather", "broadcast"};
+enum { AR, AG, RS, BC };
+static const char* const k_kind_names[] = {"all-reduce", "all-gather", "reduce-scatter", "broadcast"};
 
 typedef struct {
   int kind, dtype, op, inPlace;
@@ -157,31 +159,41 @@ typedef struct {
 
 static void describe(const ar_case* c, char* out, size_t size) {
   snprintf(out, size, "%s %s %s count %zu%s shifts %zu/%zu seed %u root %d", k_kind_names[c->kind],
-           k_dtype_names[c->dtype], c->kind == AR ? k_op_names[c->op] : "", c->count, c->inPlace ? " in place" : "",
+           k_dtype_names[c->dtype], c->kind == AR || c->kind == RS ? k_op_names[c->op] : "", c->count, c->inPlace ? " in place" : "",
            c->sendShift, c->recvShift, c->seed, c->root);
 }
 
 static size_t out_elems(const ar_case* c) { return c->kind == AG ? c->count * (size_t)g_size : c->count; }
+static size_t in_elems(const ar_case* c) { return c->kind == RS ? c->count * (size_t)g_size : c->count; }
 
 static uint32_t expected(const ar_case* c, uint64_t j) {
   if (c->kind == AG) return input_bits(c->dtype, (int)(j / c->count), j % c->count, c->seed);
   if (c->kind == BC) return input_bits(c->dtype, c->root, j, c->seed);
+  if (c->kind == RS) return reduced_bits(c->dtype, c->op, (uint64_t)g_rank * c->count + j, c->seed);
   return reduced_bits(c->dtype, c->op, j, c->seed);
 }
 
 /* Fills this rank's input, runs the call, checks every output element and
  * the guards; returns the call's result. */
 static ccoResult_t run_case(bufs* b, const ar_case* c, int check) {
-  size_t es = esize_of(c->dtype), bytes = out_elems(c) * es;
+  size_t es = esize_of(c->dtype), bytes = out_elems(c) * es, mineOff = (size_t)g_rank * c->count * es;
   char* out = b->recv + GUARD_BYTES + c->recvShift * es;
   char* in = b->send + 192 + c->sendShift * es;
-  if (c->inPlace) in = c->kind == AG ? out + (size_t)g_rank * c->count * es : out;
-  memset(out - GUARD_BYTES, SENTINEL, GUARD_BYTES + bytes + GUARD_BYTES);
+  /* The guarded region: the output, or in place reduce-scatter's input. */
+  char* region = out;
+  size_t regionBytes = bytes;
+  if (c->inPlace && c->kind == RS) {
+    in = out, out = in + mineOff, regionBytes = in_elems(c) * es;
+  } else if (c->inPlace) {
+    in = c->kind == AG ? out + mineOff : out;
+  }
+  memset(region - GUARD_BYTES, SENTINEL, GUARD_BYTES + regionBytes + GUARD_BYTES);
   int from = c->kind == BC && g_rank != c->root ? -1 : g_rank; /* non-roots' inputs are not read */
-  for (uint64_t i = 0; i < c->count; i++)
+  for (uint64_t i = 0; i < in_elems(c); i++)
     put(in, c->dtype, i, from < 0 ? 0x5a5au : input_bits(c->dtype, from, i, c->seed));
   ccoResult_t res = c->kind == AG   ? ccoAllGather(b->comm, in, out, c->count, c->dtype, NULL)
                     : c->kind == BC ? ccoBroadcast(b->comm, in, out, c->count, c->dtype, c->root, NULL)
+                    : c->kind == RS ? ccoReduceScatter(b->comm, in, out, c->count, c->dtype, c->op, NULL)
                                     : ccoAllReduce(b->comm, in, out, c->count, c->dtype, c->op, NULL);
   if (res != ccoSuccess || !check) return res;
   char what[160];
@@ -189,13 +201,13 @@ static ccoResult_t run_case(bufs* b, const ar_case* c, int check) {
   size_t bad = 0, first = 0;
   for (uint64_t j = 0; j < out_elems(c); j++) {
     uint32_t got = get(out, c->dtype, j);
-    g_hash = (g_hash ^ got) * 1099511628211ull;
+    if (c->kind != RS) g_hash = (g_hash ^ got) * 1099511628211ull; /* the same on every rank */
     if (got != expected(c, j) && bad++ == 0) first = j;
   }
   MP_CHECK(bad == 0, "rank %d: %s: %zu elements wrong, first %zu: %#x, want %#x", g_rank, what, bad, first,
            bad ? get(out, c->dtype, first) : 0, bad ? expected(c, first) : 0);
-  const unsigned char* lo = (const unsigned char*)out - GUARD_BYTES;
-  const unsigned char* hi = (const unsigned char*)out + bytes;
+  const unsigned char* lo = (const unsigned char*)region - GUARD_BYTES;
+  const unsigned char* hi = (const unsigned char*)region + regionBytes;
   size_t touched = 0;
   for (size_t k = 0; k < GUARD_BYTES; k++) touched += (lo[k] != SENTINEL) + (hi[k] != SENTINEL);
   MP_CHECK(touched == 0, "rank %d: %s: %zu guard bytes around the output were written", g_rank, what, touched);
@@ -226,8 +238,8 @@ static void phase_matrix(void) {
           /* All-gather and broadcast once per type and count, with the
            * first operator. */
           for (int kind = AR; kind <= BC; kind++) {
-            if (kind != AR && op != (big ? (dtype + (int)s) % 3 : 0)) continue;
-            size_t n = kind == AG ? gather_count(count) : count;
+            if ((kind == AG || kind == BC) && op != (big ? (dtype + (int)s) % 3 : 0)) continue;
+            size_t n = kind == AG || kind == RS ? gather_count(count) : count;
             ar_case c = {kind, dtype, op, inPlace, n, seed % 4, (seed / 4) % 3, seed, (int)(seed % (uint32_t)g_size)};
             seed++;
             char what[160];
@@ -249,7 +261,7 @@ static void phase_matrix(void) {
   MP_CHECK(async == ccoSuccess, "rank %d: async error %d after the matrix", g_rank, async);
   OK(g_comm, ccoWindowDeregister(g_comm, b.sendWin));
   OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
-  if (g_rank == 0) printf("matrix: %d all-reduces, all-gathers and broadcasts in %.1f s\n", cases, mp_now() - t0);
+  if (g_rank == 0) printf("matrix: %d all-reduces, all-gathers, reduce-scatters and broadcasts in %.1f s\n", cases, mp_now() - t0);
 }
 
 static void phase_many(void) {
@@ -259,9 +271,9 @@ static void phase_many(void) {
   int n = 200;
   for (int k = 0; k < n; k++) {
     /* The kinds interleaved: they share the parts' uses of the rail. */
-    int kind = k % 5 == 3 ? AG : k % 5 == 4 ? BC : AR;
+    int kind = k % 5 == 3 ? AG : k % 5 == 4 ? BC : k % 5 == 2 ? RS : AR;
     size_t count = (size_t)(1 + (k * 977) % 6000);
-    ar_case c = {kind, k % 4, k % 3, k & 1, kind == AG ? gather_count(count) : count, (size_t)(k % 3), 0,
+    ar_case c = {kind, k % 4, k % 3, k & 1, kind == AG || kind == RS ? gather_count(count) : count, (size_t)(k % 3), 0,
                  (uint32_t)(1000 + k), k % g_size};
     ccoResult_t res = run_case(&b, &c, k % 10 == 0);
     MP_CHECK(res == ccoSuccess, "rank %d: call %d of many: %s", g_rank, k, ccoGetLastError(g_comm));
@@ -286,8 +298,6 @@ static void phase_refused(void) {
   OK(g_comm, ccoCollAlgorithm(g_comm, "allreduce", 1 << 20, &algo));
   MP_CHECK(algo == ccoAlgoHier, "rank %d: all-reduce across hosts chose %d, not hier", g_rank, (int)algo);
   size_t n = 1024;
-  expect_refused(ccoReduceScatter(g_comm, b.send, b.recv, n, ccoFloat32, ccoSum, NULL), ccoUnsupported,
-                 "ccoReduceScatter", "reduce-scatter");
   expect_refused(ccoAlltoAll(g_comm, b.send, b.recv, n, ccoFloat32, NULL), ccoUnsupported, "ccoAlltoAll",
                  "all-to-all");
   expect_refused(ccoBarrierOnStream(g_comm, NULL), ccoUnsupported, "ccoBarrierOnStream", "stream barrier");

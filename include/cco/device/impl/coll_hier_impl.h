@@ -60,11 +60,13 @@
  *
  *   [0, 8)              the part's use counter (this rank only)
  *   [64, 64 + 16 x H)   signature headers: [parity 2][sender's rail rank] uint64
- *   [stage, ...)        staging: [parity 2][sender's rail rank][SLOT bytes]
+ *   [stage, ...)        staging in: [parity 2][sender's rail rank][SLOT bytes]
+ *   then                staging out: [parity 2][receiver's rail rank][SLOT bytes]
  *
- * A slot holds one rank's slice of a chunk as 32-bit accumulators. Signal
- * p x H + s of the device communicator counts the uses rail rank s has sent
- * this rank on part p.
+ * A slot holds one rank's slice of a chunk as 32-bit accumulators. The out
+ * slots are reduce-scatter's, which sends each rail peer another partial
+ * (its block's). Signal p x H + s of the device communicator counts the
+ * uses rail rank s has sent this rank on part p.
  */
 #define CCO_IMPL_HIER_SLOT_BYTES 65536u
 #define CCO_IMPL_HIER_HDR_OFF 64u
@@ -76,7 +78,7 @@ CCO_HOST_DEVICE_INLINE uint64_t cco_impl_hier_stage_off(int nNodes) {
   return (CCO_IMPL_HIER_HDR_OFF + 16u * (uint64_t)nNodes + 255u) & ~(uint64_t)255u;
 }
 CCO_HOST_DEVICE_INLINE uint64_t cco_impl_hier_part_bytes(int nNodes) {
-  return (cco_impl_hier_stage_off(nNodes) + 2u * (uint64_t)nNodes * CCO_IMPL_HIER_SLOT_BYTES + 4095u) &
+  return (cco_impl_hier_stage_off(nNodes) + 4u * (uint64_t)nNodes * CCO_IMPL_HIER_SLOT_BYTES + 4095u) &
          ~(uint64_t)4095u;
 }
 CCO_HOST_DEVICE_INLINE uint64_t cco_impl_hier_scratch_bytes(int lsaSize, int nNodes, uint32_t nParts) {
@@ -343,7 +345,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_allreduce_work(cco_impl_hier* h) 
   return st;
 }
 
-/* ------------------------------------------------- all-gather, broadcast */
+/* ---------------------------------------------------------- reduce-scatter */
 
 /* Elements [*f0, *f1) of n: part p's piece (the same on every rank, so a
  * receiver knows what the sender's part sent). */
@@ -351,6 +353,59 @@ CCO_DEVICE_INLINE void cco_impl_hier_piece(const cco_impl_coll_ctx* c, uint64_t 
   *f0 = n * c->part / c->nParts;
   *f1 = n * (c->part + 1u) / c->nParts;
 }
+
+
+/*
+ * Reduce-scatter: every rank's output is block `rank` (world rank) of the
+ * inputs, reduced. Per part and chunk (element ranges, the same in every
+ * block), this rank reduces, over its host's inputs (LSA pull), the chunk
+ * of block w for every member w of its rail: its own into its in slot, the
+ * others' into out slot j, which goes to rail peer j's in slot for this
+ * rank. Then it reduces its in slots in rail order into its output. Only
+ * this rank reads block `rank` of its host's inputs, before it writes its
+ * output, so the in place form (the output is that block) is safe.
+ *
+ * A slot's element e of the chunk sits at index e + pad, pad being the
+ * block's 16-byte misalignment there, so the accumulators of whole groups
+ * are aligned; a put covers the slot from index 0, up to per - 1 words
+ * nobody reads included, since each peer's block has its own pad.
+ */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_reducescatter_work(cco_impl_hier* h) {
+  const cco_impl_coll_ctx* c = &h->c;
+  const uint64_t es = c->es, per = 16u / es, bytes = c->bytes, slot = CCO_IMPL_HIER_SLOT_BYTES;
+  const uint64_t chunk = slot / 4u - per, mine = (uint64_t)c->dc->rank * bytes;
+  const uint64_t out = c->send == c->recv ? c->send + mine : c->recv;
+  uint64_t f0, f1;
+  cco_impl_hier_piece(c, c->a.count, &f0, &f1);
+  ccoDevStatus_t st = ccoDevSuccess;
+  for (uint64_t c0 = f0; c0 < f1 && st == ccoDevSuccess; c0 += chunk) {
+    uint64_t n = f1 - c0 < chunk ? f1 - c0 : chunk, e = ++h->use;
+    uint64_t in = h->stageOff + (e & 1u) * (uint64_t)h->H * slot, outs = in + 2u * (uint64_t)h->H * slot;
+    cco_impl_hier_span s;
+    s.n = n, s.srcStride = c->sendStride, s.nSrc = c->n, s.srcAcc = 0;
+    s.dstStride = 0, s.nDst = 1, s.dstFirst = 0, s.dstAcc = 1;
+    for (int32_t j = 0; j < h->H; j++) {
+      uint64_t blk = (uint64_t)ccoDevTeamRankToWorld(c->dc, ccoTeamRail, j) * bytes + c0 * es;
+      uint64_t pad = ((c->send + blk) & 15u) / es;
+      s.src = c->sendPeer0 + blk;
+      s.dst = h->partAddr + (j == h->hr ? in + (uint64_t)j * slot : outs + (uint64_t)j * slot) + pad * 4u;
+      s.head = (per - pad) % per;
+      cco_impl_hier_reduce_typed(&s, c->dt, c->op, c->tid, c->nthr);
+    }
+    cco_impl_hier_send m = cco_impl_hier_send_of(c->a.scratchWin, h->partOff + in + (uint64_t)h->hr * slot,
+                                                 c->a.scratchWin, h->partOff + outs, n ? (n + per - 1u) * 4u : 0);
+    m.srcPerPeer = slot;
+    st = cco_impl_hier_exchange(h, e, &m);
+    if (st != ccoDevSuccess) break;
+    uint64_t pad = ((c->send + mine + c0 * es) & 15u) / es;
+    s.src = h->partAddr + in + pad * 4u, s.srcStride = slot, s.nSrc = h->H, s.srcAcc = 1;
+    s.dst = out + c0 * es, s.dstAcc = 0, s.head = (per - pad) % per;
+    cco_impl_hier_reduce_typed(&s, c->dt, c->op, c->tid, c->nthr);
+  }
+  return st;
+}
+
+/* ------------------------------------------------- all-gather, broadcast */
 
 /* All-gather: this part's piece of the input goes to block `rank` (world
  * rank) of every rail peer's output by GDA and of every LSA peer's by LSA
@@ -416,24 +471,29 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_broadcast_work(cco_impl_hier* h) 
 typedef enum {
   cco_impl_hier_allreduce = 0,
   cco_impl_hier_allgather,
+  cco_impl_hier_reducescatter,
   cco_impl_hier_broadcast,
 } cco_impl_hier_kind;
 
-/* This rank's arguments, with the world's sizes: all-gather's output holds
- * worldSize blocks (by world rank), broadcast's root is a world rank. */
+/* This rank's arguments, with the world's sizes: all-gather's output and
+ * reduce-scatter's input hold worldSize blocks (by world rank), broadcast's
+ * root is a world rank. */
 CCO_DEVICE_INLINE int cco_impl_hier_args_ok(cco_impl_coll_ctx* c, cco_impl_hier_kind kind) {
   const ccoCollArgs* a = &c->a;
   if (kind == cco_impl_hier_allreduce) return cco_impl_coll_args_ok(c, cco_impl_coll_oneshot);
   uint64_t total, mine;
   if (!c->es || !a->sendWin || !a->recvWin || !cco_impl_coll_mul(a->count, c->es, &c->bytes) ||
-      !cco_impl_coll_mul(c->bytes, (uint64_t)c->dc->worldSize, &total) ||
-      !cco_impl_coll_in_window(a->sendWin, a->sendOff, c->bytes, c->es))
+      !cco_impl_coll_mul(c->bytes, (uint64_t)c->dc->worldSize, &total))
     return 0;
-  if (kind == cco_impl_hier_allgather) {
-    mine = (uint64_t)c->dc->rank * c->bytes;
+  mine = (uint64_t)c->dc->rank * c->bytes;
+  if (kind == cco_impl_hier_reducescatter)
+    return a->op < (uint32_t)ccoNumRedOps && cco_impl_coll_in_window(a->sendWin, a->sendOff, total, c->es) &&
+           cco_impl_coll_in_window(a->recvWin, a->recvOff, c->bytes, c->es) &&
+           (c->send == c->recv || c->recv == c->send + mine || !cco_impl_coll_overlap(c->send, total, c->recv, c->bytes));
+  if (!cco_impl_coll_in_window(a->sendWin, a->sendOff, c->bytes, c->es)) return 0;
+  if (kind == cco_impl_hier_allgather)
     return cco_impl_coll_in_window(a->recvWin, a->recvOff, total, c->es) &&
            (c->send == c->recv || c->send == c->recv + mine || !cco_impl_coll_overlap(c->send, c->bytes, c->recv, total));
-  }
   return a->root >= 0 && a->root < c->dc->worldSize && cco_impl_coll_in_window(a->recvWin, a->recvOff, c->bytes, c->es) &&
          (c->dc->rank != a->root || c->send == c->recv || !cco_impl_coll_overlap(c->send, c->bytes, c->recv, c->bytes));
 }
@@ -445,7 +505,7 @@ CCO_DEVICE_INLINE int cco_impl_hier_args_ok(cco_impl_coll_ctx* c, cco_impl_hier_
  * LSA barrier. The all-reduce writes only into the scratch over the rail,
  * so without a signature it skips the verdict; the others write into the
  * rail peers' outputs and always wait for it: the peers have then entered
- * the call. */
+ * the call (reduce-scatter too, so as not to depend on which it is). */
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_hier_run(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
                                                         uint32_t nParts, cco_impl_hier_kind kind) {
   cco_impl_hier h;
@@ -466,6 +526,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_hier_run(const ccoDevComm* dc, co
       switch (kind) {
         case cco_impl_hier_allreduce: st = cco_impl_hier_allreduce_work(&h); break;
         case cco_impl_hier_allgather: st = cco_impl_hier_allgather_work(&h); break;
+        case cco_impl_hier_reducescatter: st = cco_impl_hier_reducescatter_work(&h); break;
         case cco_impl_hier_broadcast: st = cco_impl_hier_broadcast_work(&h); break;
       }
     }
