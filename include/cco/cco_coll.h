@@ -143,6 +143,18 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoDevReduceScatterHier(const ccoDevComm* dc, c
   return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_reducescatter);
 }
 
+/* Hierarchical all-to-all: block d of the input (worldSize x count) into
+ * block `rank` of world rank d's output, by LSA push on this host and by a
+ * GDA put straight into the output of each rank of the other hosts, after
+ * the rail's header says every rank has entered the call. Needs nParts x
+ * (nNodes + worldSize) GDA signals and a connection type that reaches every
+ * rank of the other hosts (ccoGdaConnectionCrossNode). Not in place. The
+ * rules of ccoDevAllReduceHier otherwise. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAlltoAllHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                    uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_alltoall);
+}
+
 /* Hierarchical broadcast from a->root, a world rank here: the root's host
  * pulls from the root over LSA, the root puts into its rail peers' outputs
  * by GDA, and each of those pushes on to its LSA peers. In place allowed.

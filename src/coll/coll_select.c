@@ -58,7 +58,7 @@ static const ccoAlgo_t k_algos[CCO_COLL_KINDS][5] = {
     [CCO_COLL_ALLREDUCE] = {ccoAlgoOneShot, ccoAlgoLL, ccoAlgoTwoShot, ccoAlgoHier, ccoAlgoAuto},
     [CCO_COLL_ALLGATHER] = {ccoAlgoPush, ccoAlgoHier, ccoAlgoAuto},
     [CCO_COLL_REDUCESCATTER] = {ccoAlgoPull, ccoAlgoHier, ccoAlgoAuto},
-    [CCO_COLL_ALLTOALL] = {ccoAlgoPush, ccoAlgoAuto},
+    [CCO_COLL_ALLTOALL] = {ccoAlgoPush, ccoAlgoHier, ccoAlgoAuto},
     [CCO_COLL_BROADCAST] = {ccoAlgoPull, ccoAlgoHier, ccoAlgoAuto},
 };
 
@@ -97,7 +97,8 @@ bool cco_coll_has_algo(cco_coll_kind kind, ccoAlgo_t algo) {
 const char* cco_coll_algo_list(cco_coll_kind kind) {
   switch (kind) {
     case CCO_COLL_ALLREDUCE: return "oneshot, ll, twoshot, hier";
-    case CCO_COLL_ALLGATHER: return "push, hier";
+    case CCO_COLL_ALLGATHER:
+    case CCO_COLL_ALLTOALL: return "push, hier";
     case CCO_COLL_REDUCESCATTER:
     case CCO_COLL_BROADCAST: return "pull, hier";
     default: return "push";
@@ -153,17 +154,14 @@ static ccoAlgo_t auto_algo(cco_coll_kind kind, size_t bytes, int lsaSize) {
 }
 
 /* Whether collective `kind` works across hosts (it has a hierarchical
- * block). */
+ * block; every collective has one now, a new one may not). */
 static bool crosses_hosts(cco_coll_kind kind) { return cco_coll_has_algo(kind, ccoAlgoHier); }
 
 ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size_t bytes, int lsaSize,
                             int nNodes, ccoAlgo_t* algo, char* why, size_t whySize) {
   if (nNodes > 1 && !crosses_hosts(kind)) {
-    snprintf(why, whySize, "%s over %d hosts: not implemented across hosts yet (the hierarchical algorithm, LSA "
-             "inside each host and GDA between hosts, exists for ccoAllReduce, ccoAllGather, ccoReduceScatter and "
-             "ccoBroadcast); %s "
-             "works inside one host",
-             cco_coll_api_name(kind), nNodes, cco_coll_api_name(kind));
+    snprintf(why, whySize, "%s over %d hosts: it has no hierarchical algorithm (LSA inside each host, GDA "
+             "between hosts), so it works inside one host only", cco_coll_api_name(kind), nNodes);
     return ccoUnsupported;
   }
   ccoAlgo_t forced = cfg ? cfg->forced[kind] : ccoAlgoAuto;

@@ -105,11 +105,13 @@ ccoResult_t cco_coll_state_setup(ccoComm* comm, cco_coll_engine* e, const char* 
   reqs.lsaBarrierCount = CCO_COLL_MAX_PARTS + 1;
   /* GDA only across hosts (one host starts no proxy and no engine): the
    * hierarchical blocks put to the rail peers, which the cross-node
-   * connection reaches, with signals part x nNodes + railRank. */
+   * connection reaches, with signals part x nNodes + railRank (all-to-all
+   * puts to every rank of the other hosts, with one signal per part and
+   * sender after those). */
   int nNodes = comm->topo.nNodes;
   reqs.gdaConnectionType = nNodes > 1 ? ccoGdaConnectionCrossNode : ccoGdaConnectionNone;
   if (nNodes > 1) {
-    reqs.gdaSignalCount = s.nParts * (uint32_t)nNodes;
+    reqs.gdaSignalCount = s.nParts * (uint32_t)(nNodes + comm->nRanks); /* the rail's, all-to-all's */
     reqs.gdaCounterCount = 0;
   }
   CCO_CHECK(ccoDevCommCreate(comm, &reqs, &s.dcHost));

@@ -52,6 +52,7 @@ COLL_ENTRY(k_hier, ccoDevAllReduceHier)
 COLL_ENTRY(k_hier_allgather, ccoDevAllGatherHier)
 COLL_ENTRY(k_hier_broadcast, ccoDevBroadcastHier)
 COLL_ENTRY(k_hier_reducescatter, ccoDevReduceScatterHier)
+COLL_ENTRY(k_hier_alltoall, ccoDevAlltoAllHier)
 
 ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out);
 ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out) {
@@ -115,11 +116,11 @@ int main(void) {
   typedef void (*entry)(ccoDevComm, ccoCollArgs, uint32_t, uint32_t, uint32_t*);
   static const entry entries[] = {k_oneshot, k_ll, k_twoshot, k_allgather, k_reducescatter, k_alltoall, k_alltoallv,
                                   k_broadcast, k_hier, k_hier_allgather, k_hier_broadcast,
-                                  k_hier_reducescatter}; /* hier: one host, no GDA */
+                                  k_hier_reducescatter, k_hier_alltoall}; /* hier: one host, no GDA */
   float* in = (float*)(void*)((char*)g_data + 4);
   int64_t* table = (int64_t*)(void*)((char*)g_data + 16000);
   table[0] = 37, table[1] = 0, table[2] = 0;
-  for (int e = 0; e < 12; e++) {
+  for (int e = 0; e < 13; e++) {
     for (int i = 0; i < 37; i++) in[i] = (float)(i * 3 + e) * 0.25f;
     memset((char*)g_data + 8000, 0, 200);
     ccoCollArgs a;

@@ -50,6 +50,7 @@ typedef struct {
   X(ccoCollAllReduceHier, ccoDevAllReduceHier, 0, ccoAlgoHier)         \
   X(ccoCollAllGatherHier, ccoDevAllGatherHier, 1, ccoAlgoHier)          \
   X(ccoCollReduceScatterHier, ccoDevReduceScatterHier, 2, ccoAlgoHier)  \
+  X(ccoCollAlltoAllHier, ccoDevAlltoAllHier, 3, ccoAlgoHier)            \
   X(ccoCollBroadcastHier, ccoDevBroadcastHier, 4, ccoAlgoHier)
 
 /* The reducing blocks also come as one kernel per (type, operator),

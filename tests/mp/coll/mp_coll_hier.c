@@ -16,14 +16,15 @@
  *             order; half types in fp32, rounded once), with guard bytes;
  *             then the ranks compare a hash of all their outputs;
  *   many      small all-reduces back to back, counts changing, no barrier;
- *   refused   what does not cross hosts yet (all-to-all,
- *             ccoBarrierOnStream) is refused with ccoUnsupported
+ *   refused   what does not cross hosts (ccoBarrierOnStream) is refused with ccoUnsupported
  *             naming it, on every rank, and the communicator still works;
  *   mismatch  a rank of the last host with another count, then with a
  *             refused argument: every rank fails, none hangs;
- *   destroy   communicators destroyed right after their collectives.
- * All-gather, reduce-scatter and broadcast (every root) run through the
- * matrix (fewer operators for reduce-scatter at large counts), the calls
+ *   destroy   communicators destroyed right after their collectives;
+ *   unequal   (alone, on hosts of different sizes) every collective is
+ *             refused with ccoUnsupported.
+ * All-gather, reduce-scatter, broadcast (every root) and all-to-all run
+ * through the matrix (one operator per type at large counts), the calls
  * back to back and the mismatches too.
  * Exits 77 ("did not run") where the network engine does not open.
  */
@@ -147,8 +148,8 @@ static size_t window_bytes(size_t maxCount) { return (maxCount * 4 + 2 * GUARD_B
  * same size of the larger buffer. */
 static size_t gather_count(size_t count) { return count / (size_t)g_size ? count / (size_t)g_size : 1; }
 
-enum { AR, AG, RS, BC };
-static const char* const k_kind_names[] = {"all-reduce", "all-gather", "reduce-scatter", "broadcast"};
+enum { AR, AG, RS, BC, A2A };
+static const char* const k_kind_names[] = {"all-reduce", "all-gather", "reduce-scatter", "broadcast", "all-to-all"};
 
 typedef struct {
   int kind, dtype, op, inPlace;
@@ -163,12 +164,14 @@ static void describe(const ar_case* c, char* out, size_t size) {
            c->sendShift, c->recvShift, c->seed, c->root);
 }
 
-static size_t out_elems(const ar_case* c) { return c->kind == AG ? c->count * (size_t)g_size : c->count; }
-static size_t in_elems(const ar_case* c) { return c->kind == RS ? c->count * (size_t)g_size : c->count; }
+static size_t out_elems(const ar_case* c) { return c->kind == AG || c->kind == A2A ? c->count * (size_t)g_size : c->count; }
+static size_t in_elems(const ar_case* c) { return c->kind == RS || c->kind == A2A ? c->count * (size_t)g_size : c->count; }
 
 static uint32_t expected(const ar_case* c, uint64_t j) {
   if (c->kind == AG) return input_bits(c->dtype, (int)(j / c->count), j % c->count, c->seed);
   if (c->kind == BC) return input_bits(c->dtype, c->root, j, c->seed);
+  if (c->kind == A2A) /* block p came from rank p, its block g_rank */
+    return input_bits(c->dtype, (int)(j / c->count), (uint64_t)g_rank * c->count + j % c->count, c->seed);
   if (c->kind == RS) return reduced_bits(c->dtype, c->op, (uint64_t)g_rank * c->count + j, c->seed);
   return reduced_bits(c->dtype, c->op, j, c->seed);
 }
@@ -194,6 +197,7 @@ static ccoResult_t run_case(bufs* b, const ar_case* c, int check) {
   ccoResult_t res = c->kind == AG   ? ccoAllGather(b->comm, in, out, c->count, c->dtype, NULL)
                     : c->kind == BC ? ccoBroadcast(b->comm, in, out, c->count, c->dtype, c->root, NULL)
                     : c->kind == RS ? ccoReduceScatter(b->comm, in, out, c->count, c->dtype, c->op, NULL)
+                    : c->kind == A2A ? ccoAlltoAll(b->comm, in, out, c->count, c->dtype, NULL)
                                     : ccoAllReduce(b->comm, in, out, c->count, c->dtype, c->op, NULL);
   if (res != ccoSuccess || !check) return res;
   char what[160];
@@ -201,7 +205,7 @@ static ccoResult_t run_case(bufs* b, const ar_case* c, int check) {
   size_t bad = 0, first = 0;
   for (uint64_t j = 0; j < out_elems(c); j++) {
     uint32_t got = get(out, c->dtype, j);
-    if (c->kind != RS) g_hash = (g_hash ^ got) * 1099511628211ull; /* the same on every rank */
+    if (c->kind != RS && c->kind != A2A) g_hash = (g_hash ^ got) * 1099511628211ull; /* the same everywhere */
     if (got != expected(c, j) && bad++ == 0) first = j;
   }
   MP_CHECK(bad == 0, "rank %d: %s: %zu elements wrong, first %zu: %#x, want %#x", g_rank, what, bad, first,
@@ -237,9 +241,10 @@ static void phase_matrix(void) {
           if (huge && dtype == ccoFloat16) continue;
           /* All-gather and broadcast once per type and count, with the
            * first operator. */
-          for (int kind = AR; kind <= BC; kind++) {
-            if ((kind == AG || kind == BC) && op != (big ? (dtype + (int)s) % 3 : 0)) continue;
-            size_t n = kind == AG || kind == RS ? gather_count(count) : count;
+          for (int kind = AR; kind <= A2A; kind++) {
+            if ((kind == AG || kind == BC || kind == A2A) && op != (big ? (dtype + (int)s) % 3 : 0)) continue;
+            if (kind == A2A && inPlace) continue; /* never in place */
+            size_t n = kind == AG || kind == RS || kind == A2A ? gather_count(count) : count;
             ar_case c = {kind, dtype, op, inPlace, n, seed % 4, (seed / 4) % 3, seed, (int)(seed % (uint32_t)g_size)};
             seed++;
             char what[160];
@@ -261,7 +266,7 @@ static void phase_matrix(void) {
   MP_CHECK(async == ccoSuccess, "rank %d: async error %d after the matrix", g_rank, async);
   OK(g_comm, ccoWindowDeregister(g_comm, b.sendWin));
   OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
-  if (g_rank == 0) printf("matrix: %d all-reduces, all-gathers, reduce-scatters and broadcasts in %.1f s\n", cases, mp_now() - t0);
+  if (g_rank == 0) printf("matrix: %d calls of the five collectives in %.1f s\n", cases, mp_now() - t0);
 }
 
 static void phase_many(void) {
@@ -271,9 +276,10 @@ static void phase_many(void) {
   int n = 200;
   for (int k = 0; k < n; k++) {
     /* The kinds interleaved: they share the parts' uses of the rail. */
-    int kind = k % 5 == 3 ? AG : k % 5 == 4 ? BC : k % 5 == 2 ? RS : AR;
+    int kind = k % 6 == 3 ? AG : k % 6 == 4 ? BC : k % 6 == 2 ? RS : k % 6 == 5 ? A2A : AR;
     size_t count = (size_t)(1 + (k * 977) % 6000);
-    ar_case c = {kind, k % 4, k % 3, k & 1, kind == AG || kind == RS ? gather_count(count) : count, (size_t)(k % 3), 0,
+    ar_case c = {kind, k % 4, k % 3, kind != A2A && (k & 1), kind == AR || kind == BC ? count : gather_count(count),
+                 (size_t)(k % 3), 0,
                  (uint32_t)(1000 + k), k % g_size};
     ccoResult_t res = run_case(&b, &c, k % 10 == 0);
     MP_CHECK(res == ccoSuccess, "rank %d: call %d of many: %s", g_rank, k, ccoGetLastError(g_comm));
@@ -297,13 +303,28 @@ static void phase_refused(void) {
   ccoAlgo_t algo = ccoAlgoAuto;
   OK(g_comm, ccoCollAlgorithm(g_comm, "allreduce", 1 << 20, &algo));
   MP_CHECK(algo == ccoAlgoHier, "rank %d: all-reduce across hosts chose %d, not hier", g_rank, (int)algo);
-  size_t n = 1024;
-  expect_refused(ccoAlltoAll(g_comm, b.send, b.recv, n, ccoFloat32, NULL), ccoUnsupported, "ccoAlltoAll",
-                 "all-to-all");
   expect_refused(ccoBarrierOnStream(g_comm, NULL), ccoUnsupported, "ccoBarrierOnStream", "stream barrier");
   /* Still healthy. */
   ar_case c = {AR, ccoInt32, ccoSum, 0, 777, 0, 0, 7, 0};
   OK(g_comm, run_case(&b, &c, 1));
+  OK(g_comm, ccoWindowDeregister(g_comm, b.sendWin));
+  OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
+}
+
+/* Hosts of different sizes (run it as -n 3 --virtual-hosts 2): every
+ * collective is refused on every rank before any collective step, naming
+ * the sizes, and nothing is set up. */
+static void phase_unequal(void) {
+  bufs b;
+  if (!make_bufs(g_comm, window_bytes(4096 * (size_t)g_size), &b)) return;
+  const char* want = "same number of ranks";
+  expect_refused(ccoAllReduce(g_comm, b.send, b.recv, 64, ccoFloat32, ccoSum, NULL), ccoUnsupported, want,
+                 "all-reduce");
+  expect_refused(ccoAllGather(g_comm, b.send, b.recv, 64, ccoFloat32, NULL), ccoUnsupported, want, "all-gather");
+  expect_refused(ccoReduceScatter(g_comm, b.send, b.recv, 64, ccoInt32, ccoMax, NULL), ccoUnsupported, want,
+                 "reduce-scatter");
+  expect_refused(ccoAlltoAll(g_comm, b.send, b.recv, 64, ccoFloat16, NULL), ccoUnsupported, want, "all-to-all");
+  expect_refused(ccoBroadcast(g_comm, b.send, b.recv, 64, ccoBfloat16, 1, NULL), ccoUnsupported, want, "broadcast");
   OK(g_comm, ccoWindowDeregister(g_comm, b.sendWin));
   OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
 }
@@ -403,7 +424,9 @@ int main(int argc, char** argv) {
    * alike on every rank, and the test did not run. */
   ccoComm* probe = g_comm;
   bufs b;
-  if (make_bufs(probe, 8192, &b)) {
+  if (has_phase(phases, "unequal")) {
+    phase_unequal();
+  } else if (make_bufs(probe, 8192, &b)) {
     ccoResult_t res = ccoAllReduce(probe, b.send, b.recv, 1, ccoFloat32, ccoSum, NULL);
     if (res != ccoSuccess && strstr(ccoGetLastError(probe), "libfabric")) {
       printf("mp_coll_hier: did not run: %s\n", ccoGetLastError(probe));

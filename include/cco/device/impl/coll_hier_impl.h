@@ -58,7 +58,8 @@
  * After the one-host area (cco_impl_coll_scratch_bytes, rounded up to
  * 4 KiB), a region per part p at hierBase + p x partBytes:
  *
- *   [0, 8)              the part's use counter (this rank only)
+ *   [0, 8)              the part's use counter of the rail (this rank only)
+ *   [8, 16)             and of all-to-all's puts to every rank of the other hosts
  *   [64, 64 + 16 x H)   signature headers: [parity 2][sender's rail rank] uint64
  *   [stage, ...)        staging in: [parity 2][sender's rail rank][SLOT bytes]
  *   then                staging out: [parity 2][receiver's rail rank][SLOT bytes]
@@ -66,7 +67,8 @@
  * A slot holds one rank's slice of a chunk as 32-bit accumulators. The out
  * slots are reduce-scatter's, which sends each rail peer another partial
  * (its block's). Signal p x H + s of the device communicator counts the
- * uses rail rank s has sent this rank on part p.
+ * uses rail rank s has sent this rank on part p; all-to-all's signal
+ * nParts x H + p x worldSize + w those world rank w has sent it.
  */
 #define CCO_IMPL_HIER_SLOT_BYTES 65536u
 #define CCO_IMPL_HIER_HDR_OFF 64u
@@ -195,6 +197,7 @@ typedef struct {
   uint64_t partAddr; /* and its local address */
   uint64_t stageOff; /* staging, from the region's start */
   uint64_t use;      /* uses of the part so far */
+  uint64_t crossUse; /* all-to-all's uses of the part so far */
 } cco_impl_hier;
 
 /* Whether the device communicator and the scratch can carry this call:
@@ -213,6 +216,7 @@ CCO_DEVICE_INLINE int cco_impl_hier_init(cco_impl_hier* h, const ccoDevComm* dc)
   h->partOff = h->c.a.scratchOff + cco_impl_hier_base(dc->lsaSize) + (uint64_t)h->c.part * cco_impl_hier_part_bytes(h->H);
   h->partAddr = (uint64_t)(uintptr_t)ccoGetLocalPtr(h->c.a.scratchWin, h->partOff);
   h->use = *(const volatile uint64_t*)(uintptr_t)h->partAddr;
+  h->crossUse = *(const volatile uint64_t*)(uintptr_t)(h->partAddr + 8u);
   return 1;
 }
 
@@ -302,7 +306,10 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_verdict(cco_impl_hier* h, int ok,
  * otherwise). */
 CCO_DEVICE_INLINE void cco_impl_hier_save(const cco_impl_hier* h) {
   ccoCoopSync(ccoCoopBlock);
-  if (h->c.tid == 0) *(volatile uint64_t*)(uintptr_t)h->partAddr = h->use;
+  if (h->c.tid == 0) {
+    *(volatile uint64_t*)(uintptr_t)h->partAddr = h->use;
+    *(volatile uint64_t*)(uintptr_t)(h->partAddr + 8u) = h->crossUse;
+  }
 }
 
 /* ------------------------------------------------------------ all-reduce */
@@ -466,6 +473,55 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_broadcast_work(cco_impl_hier* h) 
   return st;
 }
 
+/* ------------------------------------------------------------- all-to-all */
+
+/*
+ * All-to-all: block d of the input goes to block `rank` of world rank d's
+ * output, by LSA push when d is on this host, by a GDA put straight into
+ * d's output otherwise (the cross-node team, not the rail: every pair of
+ * hosts' ranks exchanges its own blocks). The rail header before it says
+ * every rank of every host has entered the call: a rail peer sends it only
+ * after its host's LSA barrier. Each put adds 1 to the receiver's signal of
+ * (part, sender); every pair moves once per call, so the part's own count
+ * of all-to-all calls is what each signal must reach.
+ */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_hier_alltoall_work(cco_impl_hier* h) {
+  const cco_impl_coll_ctx* c = &h->c;
+  const ccoDevComm* dc = c->dc;
+  const int32_t W = dc->worldSize;
+  const uint64_t es = c->es, bytes = c->bytes, mine = (uint64_t)dc->rank * bytes;
+  const uint32_t sig0 = c->nParts * (uint32_t)h->H + c->part * (uint32_t)W;
+  uint64_t f0, f1;
+  cco_impl_hier_piece(c, c->a.count, &f0, &f1);
+  uint64_t pb = f0 * es, pn = f1 - f0, e = ++h->crossUse;
+  ccoDevStatus_t st = ccoDevSuccess;
+  ccoCoopSync(ccoCoopBlock);
+  if (c->tid == 0 && h->H > 1) {
+    ccoGdaSignalSpec sig = ccoGdaSigInc(sig0 + (uint32_t)dc->rank);
+    for (int32_t i = 1; i < W && st == ccoDevSuccess; i++) {
+      int32_t d = (dc->rank + i) % W;
+      if (ccoDevTeamRankFromWorld(dc, ccoTeamLsa, d) >= 0) continue;
+      uint64_t blk = (uint64_t)d * bytes + pb;
+      st = pn ? ccoGdaPut(&h->g, d, c->a.recvWin, c->a.recvOff + mine + pb, c->a.sendWin, c->a.sendOff + blk,
+                          pn * es, sig, CCO_GDA_NO_COUNTER, ccoCoopThread, ccoGdaThreadAggregate)
+              : ccoGdaSignal(&h->g, d, sig, ccoCoopThread);
+    }
+  }
+  for (int32_t j = 1; j <= c->n; j++) {
+    int32_t l = (c->me + j) % c->n, d = ccoDevTeamRankToWorld(dc, ccoTeamLsa, l);
+    cco_impl_coll_span s = cco_impl_coll_span_make(c->send + (uint64_t)d * bytes + pb, 0, 1,
+                                                   c->recvPeer0 + (uint64_t)l * c->recvStride + mine + pb, 0, 1, 0,
+                                                   -1, pn);
+    cco_impl_coll_copy(&s, c->es, c->tid, c->nthr);
+  }
+  if (c->tid == 0 && h->H > 1) {
+    for (int32_t w = 0; w < W && st == ccoDevSuccess; w++)
+      if (ccoDevTeamRankFromWorld(dc, ccoTeamLsa, w) < 0)
+        st = ccoGdaWaitSignal(&h->g, sig0 + (uint32_t)w, e, CCO_COLL_TIMEOUT_NS, ccoCoopThread);
+  }
+  return (ccoDevStatus_t)cco_impl_coop_broadcast3((int)ccoCoopBlock, c->tid, (uint32_t)st);
+}
+
 /* ------------------------------------------------------------- drivers */
 
 typedef enum {
@@ -473,6 +529,7 @@ typedef enum {
   cco_impl_hier_allgather,
   cco_impl_hier_reducescatter,
   cco_impl_hier_broadcast,
+  cco_impl_hier_alltoall,
 } cco_impl_hier_kind;
 
 /* This rank's arguments, with the world's sizes: all-gather's output and
@@ -486,6 +543,10 @@ CCO_DEVICE_INLINE int cco_impl_hier_args_ok(cco_impl_coll_ctx* c, cco_impl_hier_
       !cco_impl_coll_mul(c->bytes, (uint64_t)c->dc->worldSize, &total))
     return 0;
   mine = (uint64_t)c->dc->rank * c->bytes;
+  if (kind == cco_impl_hier_alltoall) /* pushes into blocks peers still send from: never in place */
+    return cco_impl_coll_in_window(a->sendWin, a->sendOff, total, c->es) &&
+           cco_impl_coll_in_window(a->recvWin, a->recvOff, total, c->es) &&
+           !cco_impl_coll_overlap(c->send, total, c->recv, total);
   if (kind == cco_impl_hier_reducescatter)
     return a->op < (uint32_t)ccoNumRedOps && cco_impl_coll_in_window(a->sendWin, a->sendOff, total, c->es) &&
            cco_impl_coll_in_window(a->recvWin, a->recvOff, c->bytes, c->es) &&
@@ -514,6 +575,10 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_hier_run(const ccoDevComm* dc, co
     return ccoDevInvalid;
   int ok = cco_impl_hier_args_ok(&h.c, kind);
   int ready = cco_impl_hier_init(&h, dc); /* the same on every rank of a well-formed communicator */
+  /* All-to-all's signals follow the rail's. */
+  if (kind == cco_impl_hier_alltoall && h.H > 1 &&
+      dc->gdaSignalCount < nParts * (uint32_t)(h.H + dc->worldSize))
+    ready = 0;
   if (h.c.a.signature == 0 && h.c.a.count == 0) return ok && ready ? ccoDevSuccess : ccoDevInvalid;
   cco_impl_coll_frame f;
   cco_impl_coll_open(&f, &h.c, ok && ready);
@@ -528,6 +593,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_hier_run(const ccoDevComm* dc, co
         case cco_impl_hier_allgather: st = cco_impl_hier_allgather_work(&h); break;
         case cco_impl_hier_reducescatter: st = cco_impl_hier_reducescatter_work(&h); break;
         case cco_impl_hier_broadcast: st = cco_impl_hier_broadcast_work(&h); break;
+        case cco_impl_hier_alltoall: st = cco_impl_hier_alltoall_work(&h); break;
       }
     }
     if (st == ccoDevSuccess && h.H > 1) st = ccoGdaFlush(&h.g, ccoCoopBlock);
