@@ -22,7 +22,9 @@
  *             refused argument: every rank fails, none hangs;
  *   destroy   communicators destroyed right after their collectives;
  *   unequal   (alone, on hosts of different sizes) every collective is
- *             refused with ccoUnsupported.
+ *             refused with ccoUnsupported;
+ *   missing   (not by default; with a short CCO_COLL_TIMEOUT) a rank that
+ *             never calls: the others fail in time, nothing hangs.
  * All-gather, reduce-scatter, broadcast (every root) and all-to-all run
  * through the matrix (one operator per type at large counts), the calls
  * back to back and the mismatches too.
@@ -377,6 +379,35 @@ static void phase_mismatch(void) {
   }
 }
 
+/* One rank (on the last host) never makes the call: the others wait in
+ * the blocks' GDA and LSA waits until CCO_COLL_TIMEOUT (run it with a short
+ * one) fails the communicator, whose abort word ends every wait; the
+ * missing rank learns of it too. */
+static void phase_missing(void) {
+  ccoComm* comm = new_comm();
+  bufs b;
+  if (comm && make_bufs(comm, window_bytes(5000), &b)) {
+    ar_case c = {AR, ccoFloat32, ccoSum, 0, 1000, 0, 0, 5, 0};
+    OK(comm, run_case(&b, &c, 1)); /* the state is made together */
+    double t0 = mp_now();
+    if (g_rank == g_size - 1) {
+      ccoResult_t async = ccoSuccess;
+      while (async == ccoSuccess && mp_now() - t0 < 30) {
+        mp_sleep(0.05);
+        OK(comm, ccoCommGetAsyncError(comm, &async));
+      }
+      MP_CHECK(async != ccoSuccess, "rank %d: the missing rank was not told of the others' timeout", g_rank);
+    } else {
+      ccoResult_t res = ccoAllGather(comm, b.send, b.recv, 100, ccoFloat32, NULL);
+      MP_CHECK((res == ccoTimeout || res == ccoRemoteError) && mp_now() - t0 < 20,
+               "rank %d: a call whose peer never came: %d '%s' after %.1f s", g_rank, res, ccoGetLastError(comm),
+               mp_now() - t0);
+      if (g_rank == 0) printf("missing: the call failed after %.2f s\n", mp_now() - t0);
+    }
+  }
+  if (comm) OK(NULL, ccoCommDestroy(comm));
+}
+
 static void phase_destroy(void) {
   for (int round = 0; round < 2; round++) {
     ccoComm* comm = new_comm();
@@ -442,6 +473,7 @@ int main(int argc, char** argv) {
   if (has_phase(phases, "refused")) phase_refused();
   if (has_phase(phases, "mismatch")) phase_mismatch();
   if (has_phase(phases, "destroy")) phase_destroy();
+  if (has_phase(phases, "missing")) phase_missing();
   OK(g_comm, ccoCommDestroy(g_comm));
   if (g_rank == 0)
     printf("mp_coll_hier: %d ranks on %d hosts, %.1f s\n", g_size, g_nNodes, mp_now() - t0);
