@@ -1,8 +1,9 @@
 /*
  * cco collectives, the device building blocks: all-reduce (one-shot, LL,
  * two-shot), all-gather, reduce-scatter, all-to-all(v) and broadcast over
- * the LSA team (the ranks of one host), as block-scope functions a kernel
- * calls. The host calls of cco/cco.h (ccoAllReduce ...) launch them; a
+ * the LSA team (the ranks of one host), and the hierarchical ones (*Hier)
+ * across hosts (LSA inside each, GDA between them), as block-scope
+ * functions a kernel calls. The host calls of cco/cco.h (ccoAllReduce ...) launch them; a
  * kernel of one's own can call them as well, for example to fuse a
  * collective with compute. docs/collectives_device.md has the details.
  *

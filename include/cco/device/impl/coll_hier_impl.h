@@ -1,9 +1,10 @@
 /*
- * Private: the hierarchical collectives of cco/cco_coll.h (ccoDevAllReduceHier)
- * for communicators that span hosts: LSA loads and stores inside each host,
- * GDA puts with signals between hosts, over the rail team (the ranks with
- * this rank's LSA rank, one per host). Names start with cco_impl_ and may
- * change in any release.
+ * Private: the hierarchical collectives of cco/cco_coll.h (ccoDevAllReduceHier,
+ * ccoDevAllGatherHier, ccoDevReduceScatterHier, ccoDevAlltoAllHier,
+ * ccoDevBroadcastHier) for communicators that span hosts of equal size: LSA
+ * loads and stores inside each host, GDA puts with signals between hosts,
+ * mostly over the rail team (the ranks with this rank's LSA rank, one per
+ * host). Names start with cco_impl_ and may change in any release.
  *
  * All-reduce, per part and chunk:
  *   1. reduce-scatter inside the host by LSA pull: LSA rank r reduces slice r
@@ -18,7 +19,8 @@
  * So every element is reduced in the same order (LSA rank order inside each
  * host, then the hosts in rail order) by exactly one rail, and every rank
  * gets the same bits. Only rank r touches slice r of anyone's buffers, and
- * it reads it (step 1) before it writes it (step 3): safe in place.
+ * it reads it (step 1) before it writes it (step 3): safe in place. The
+ * other blocks are described where they are defined below.
  *
  * Uses and epochs. Every exchange over the rail (the signature header of a
  * call, each chunk) is one "use" of the part; a part's uses are counted in
@@ -34,12 +36,13 @@
  * same nParts, which the signature header checks across hosts (the LSA
  * barrier's check covers the host).
  *
- * Verdict. A call with a signature first passes the LSA frame of the other
- * blocks (barrier, signature slots of the host), then puts {signature or 0}
- * to every rail peer as use 1 of the call. A rank sends 0 when its own
- * arguments or its host's LSA check failed, so every rank learns every
- * host's verdict from its rail and all of them proceed or none does; the
- * uses stay in step either way.
+ * Verdict. After the LSA frame of the one-host blocks (barrier, signature
+ * slots of the host), a call puts {signature, or 0} to every rail peer as
+ * its first use. A rank sends 0 when its own arguments or its host's LSA
+ * check failed, so every rank learns every host's verdict from its rail and
+ * all of them proceed or none does; the uses stay in step either way. The
+ * blocks that write into the rail peers' buffers make this exchange even
+ * without a signature: it says the peer has entered the call.
  */
 #include "cco/cco_coll.h"
 
