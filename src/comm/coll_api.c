@@ -258,7 +258,7 @@ static void launch_refused(ccoComm* comm, cco_coll_engine* e, const coll_call* c
   char why[320];
   if (cco_coll_select(&cco_coll_engine_config(e)->config, c->kind, bytes, comm->topo.lsaSize, comm->topo.nNodes, &algo, why,
                       sizeof(why)) != ccoSuccess)
-    cco_coll_select(NULL, c->kind, bytes, comm->topo.lsaSize, 1, &algo, why, sizeof(why));
+    cco_coll_select(NULL, c->kind, bytes, comm->topo.lsaSize, comm->topo.nNodes, &algo, why, sizeof(why));
   if (algo == ccoAlgoLL) return;
   ccoCollArgs a;
   memset(&a, 0, sizeof(a));

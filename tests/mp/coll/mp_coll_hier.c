@@ -24,7 +24,9 @@
  *   unequal   (alone, on hosts of different sizes) every collective is
  *             refused with ccoUnsupported;
  *   missing   (not by default; with a short CCO_COLL_TIMEOUT) a rank that
- *             never calls: the others fail in time, nothing hangs.
+ *             never calls: the others fail in time, nothing hangs;
+ *   algo-demand  (not by default; under CCO_ALGO=allreduce=twoshot) the
+ *             demand is refused, the other collectives run.
  * All-gather, reduce-scatter, broadcast (every root) and all-to-all run
  * through the matrix (one operator per type at large counts), the calls
  * back to back and the mismatches too.
@@ -331,6 +333,37 @@ static void phase_unequal(void) {
   OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
 }
 
+/* Under CCO_ALGO=allreduce=twoshot (a demand no call across hosts can
+ * meet): every all-reduce is refused with ccoInvalidUsage naming CCO_ALGO,
+ * as ccoCollAlgorithm says, and the other collectives still run. */
+static void phase_algo_demand(void) {
+  bufs b;
+  if (!make_bufs(g_comm, window_bytes(100000), &b)) return;
+  ccoAlgo_t algo;
+  ccoResult_t said = ccoCollAlgorithm(g_comm, "allreduce", 4096, &algo);
+  MP_CHECK(said == ccoInvalidUsage && strstr(ccoGetLastError(g_comm), "inside one host"),
+           "rank %d: ccoCollAlgorithm under the demand: %d '%s'", g_rank, said, ccoGetLastError(g_comm));
+  /* Small and large: every rank refuses alike (and launches the same
+   * refused call, which matches everywhere), so the communicator stays
+   * healthy. */
+  for (size_t count = 1024; count <= 100000; count += 98976) {
+    ar_case c = {AR, ccoFloat32, ccoSum, 0, count, 0, 0, 11, 0};
+    ccoResult_t res = run_case(&b, &c, 0);
+    MP_CHECK(res == ccoInvalidUsage && strstr(ccoGetLastError(g_comm), "CCO_ALGO") &&
+                 strstr(ccoGetLastError(g_comm), "inside one host"),
+             "rank %d: all-reduce of %zu under the demand: %d '%s'", g_rank, count, res, ccoGetLastError(g_comm));
+  }
+  for (int kind = AG; kind <= A2A; kind++) {
+    ar_case d = {kind, ccoInt32, ccoMax, 0, 1024 / (size_t)g_size, 0, 0, (uint32_t)(12 + kind), 1 % g_size};
+    OK(g_comm, run_case(&b, &d, 1));
+  }
+  ccoResult_t async = ccoInternalError;
+  OK(g_comm, ccoCommGetAsyncError(g_comm, &async));
+  MP_CHECK(async == ccoSuccess, "rank %d: async error %d after the refusals", g_rank, async);
+  OK(g_comm, ccoWindowDeregister(g_comm, b.sendWin));
+  OK(g_comm, ccoWindowDeregister(g_comm, b.recvWin));
+}
+
 /* A new communicator of the same ranks, its id passed through the main one. */
 static ccoComm* new_comm(void) {
   ccoUniqueId ids[64];
@@ -457,6 +490,8 @@ int main(int argc, char** argv) {
   bufs b;
   if (has_phase(phases, "unequal")) {
     phase_unequal();
+  } else if (has_phase(phases, "algo-demand")) {
+    /* the probe is an all-reduce, which the demand refuses */
   } else if (make_bufs(probe, 8192, &b)) {
     ccoResult_t res = ccoAllReduce(probe, b.send, b.recv, 1, ccoFloat32, ccoSum, NULL);
     if (res != ccoSuccess && strstr(ccoGetLastError(probe), "libfabric")) {
@@ -474,6 +509,7 @@ int main(int argc, char** argv) {
   if (has_phase(phases, "mismatch")) phase_mismatch();
   if (has_phase(phases, "destroy")) phase_destroy();
   if (has_phase(phases, "missing")) phase_missing();
+  if (has_phase(phases, "algo-demand")) phase_algo_demand();
   OK(g_comm, ccoCommDestroy(g_comm));
   if (g_rank == 0)
     printf("mp_coll_hier: %d ranks on %d hosts, %.1f s\n", g_size, g_nNodes, mp_now() - t0);
