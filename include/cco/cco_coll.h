@@ -1,8 +1,9 @@
 /*
  * cco collectives, the device building blocks: all-reduce (one-shot, LL,
  * two-shot), all-gather, reduce-scatter, all-to-all(v) and broadcast over
- * the LSA team (the ranks of one host), as block-scope functions a kernel
- * calls. The host calls of cco/cco.h (ccoAllReduce ...) launch them; a
+ * the LSA team (the ranks of one host), and the hierarchical ones (*Hier)
+ * across hosts (LSA inside each, GDA between them), as block-scope
+ * functions a kernel calls. The host calls of cco/cco.h (ccoAllReduce ...) launch them; a
  * kernel of one's own can call them as well, for example to fuse a
  * collective with compute. docs/collectives_device.md has the details.
  *
@@ -65,6 +66,7 @@
 #endif
 
 #include "cco/device/impl/coll_impl.h"
+#include "cco/device/impl/coll_hier_impl.h"
 
 /* ------------------------------------------------------------ all-reduce */
 
@@ -99,6 +101,68 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceLL(const ccoDevComm* dc, const c
 CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceTwoShot(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
                                                         uint32_t nParts) {
   return cco_impl_coll_run(dc, a, part, nParts, cco_impl_coll_twoshot);
+}
+
+/* Hierarchical, for communicators that span hosts: reduce-scatter inside
+ * the host by LSA pull, the slices exchanged with the rail team (this LSA
+ * rank on every other host) by GDA puts with signals, reduced in rail
+ * order, then all-gather inside the host by LSA push. Chunked through the
+ * scratch, so any count works; safe in place. Every rank gets the same bits
+ * (LSA rank order inside each host, then the hosts in rail order, which is
+ * host order for blocked and round-robin placements). Needs hosts of equal
+ * size, a device communicator with GDA to the rail peers (any connection
+ * type that reaches them) and at least nParts x nNodes GDA signals (it uses
+ * signals part x nNodes + railRank, which only grow), and a scratch area of
+ * ccoDevCollHierScratchBytes; ranks that disagree on the call, on this host
+ * or another, all get ccoDevInvalid (the signature travels over the rail
+ * too). On one host it is a two-shot all-reduce with no GDA. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                     uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_allreduce);
+}
+
+/* Hierarchical all-gather: count elements from every rank into block
+ * `rank` (world rank) of every rank's output of worldSize x count: GDA
+ * puts to the rail peers' outputs, LSA pushes inside the host, each rank
+ * forwarding its rail's blocks to its LSA peers. In place as
+ * ccoDevAllGather, with the world rank's block. The rules of
+ * ccoDevAllReduceHier otherwise. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllGatherHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                     uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_allgather);
+}
+
+/* Hierarchical reduce-scatter: block `rank` (world rank) of every rank's
+ * input (worldSize x count), reduced into this rank's count elements: each
+ * rank reduces its host's share of its rail members' blocks (LSA pull) and
+ * puts each rail peer its partial, then reduces what its rail sent in rail
+ * order (the order of ccoDevAllReduceHier). In place as
+ * ccoDevReduceScatter, with the world rank's block. The rules of
+ * ccoDevAllReduceHier otherwise. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevReduceScatterHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                         uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_reducescatter);
+}
+
+/* Hierarchical all-to-all: block d of the input (worldSize x count) into
+ * block `rank` of world rank d's output, by LSA push on this host and by a
+ * GDA put straight into the output of each rank of the other hosts, after
+ * the rail's header says every rank has entered the call. Needs nParts x
+ * (nNodes + worldSize) GDA signals and a connection type that reaches every
+ * rank of the other hosts (ccoGdaConnectionCrossNode). Not in place. The
+ * rules of ccoDevAllReduceHier otherwise. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAlltoAllHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                    uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_alltoall);
+}
+
+/* Hierarchical broadcast from a->root, a world rank here: the root's host
+ * pulls from the root over LSA, the root puts into its rail peers' outputs
+ * by GDA, and each of those pushes on to its LSA peers. In place allowed.
+ * The rules of ccoDevAllReduceHier otherwise. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoDevBroadcastHier(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
+                                                     uint32_t nParts) {
+  return cco_impl_coll_hier_run(dc, a, part, nParts, cco_impl_hier_broadcast);
 }
 
 /* ---------------------------------------------------------------- others */
@@ -162,6 +226,15 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoDevBroadcast(const ccoDevComm* dc, const cco
  * area serves calls with any nParts. */
 CCO_HOST_DEVICE_INLINE uint64_t ccoDevCollScratchBytes(int lsaSize, uint32_t nParts) {
   return cco_impl_coll_scratch_bytes(lsaSize, nParts);
+}
+
+/* Bytes of the scratch area the hierarchical blocks need per rank: the
+ * one-host area of ccoDevCollScratchBytes, then per part a use counter,
+ * signature headers and staging for 2 x nNodes slices of 64 KiB; 0 when an
+ * argument is out of range. Unlike the one-host layout it grows with
+ * nParts (part p's region does not move when nParts changes). */
+CCO_HOST_DEVICE_INLINE uint64_t ccoDevCollHierScratchBytes(int lsaSize, int nNodes, uint32_t nParts) {
+  return cco_impl_hier_scratch_bytes(lsaSize, nNodes, nParts);
 }
 
 /* --------------------------------------------------------- conversions */

@@ -163,7 +163,7 @@ typedef struct {
   ccoAlgo_t algo;
 } cco_coll_block;
 
-#define CCO_COLL_BLOCKS 7
+#define CCO_COLL_BLOCKS 12
 /* Index of the block of (kind, algo) in [0, CCO_COLL_BLOCKS), -1 when none. */
 int cco_coll_block_index(cco_coll_kind kind, ccoAlgo_t algo);
 const cco_coll_block* cco_coll_block_at(int index);

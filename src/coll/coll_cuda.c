@@ -50,7 +50,10 @@ static ccoResult_t coresident_parts(cco_coll_engine* e, uint32_t* parts) {
   }
   if (sharing < 1) sharing = 1;
   int fit = -1;
-  for (int b = 0; b < CCO_COLL_BLOCKS; b++)
+  for (int b = 0; b < CCO_COLL_BLOCKS; b++) {
+    /* The hierarchical blocks run only across hosts: one host keeps the
+     * parts the others fit. */
+    if (cco_coll_block_at(b)->algo == ccoAlgoHier && topo->nNodes <= 1) continue;
     for (int k = -1; k < CCO_COLL_TYPED_NDTYPES * CCO_COLL_TYPED_NOPS; k++) {
       void* kernel = k < 0 ? e->kernels[b] : e->typed[b][k / CCO_COLL_TYPED_NOPS][k % CCO_COLL_TYPED_NOPS];
       if (!kernel) continue;
@@ -58,6 +61,7 @@ static ccoResult_t coresident_parts(cco_coll_engine* e, uint32_t* parts) {
       CCO_CHECK(p->ops->kernel_coresident(p, kernel, CCO_COLL_THREADS, &blocks));
       if (fit < 0 || blocks < fit) fit = blocks;
     }
+  }
   fit /= sharing;
   if (fit < 1)
     return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_COLL,

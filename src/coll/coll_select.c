@@ -48,17 +48,18 @@ static const char* const k_api_names[CCO_COLL_KINDS] = {"ccoAllReduce", "ccoAllG
                                                          "ccoAlltoAll", "ccoBroadcast"};
 static const char* const k_algo_names[ccoNumAlgos] = {"auto", "oneshot", "ll", "twoshot", "push", "pull", "hier"};
 
-/* The algorithms of each collective on one host (hier, for several hosts,
- * is not built yet). The other collectives have one device block each,
- * named after the way it moves data (cco_coll_types.h): all-gather and
- * all-to-all push every rank's blocks to its peers, reduce-scatter and
- * broadcast pull from them. */
-static const ccoAlgo_t k_algos[CCO_COLL_KINDS][4] = {
-    [CCO_COLL_ALLREDUCE] = {ccoAlgoOneShot, ccoAlgoLL, ccoAlgoTwoShot, ccoAlgoAuto},
-    [CCO_COLL_ALLGATHER] = {ccoAlgoPush, ccoAlgoAuto},
-    [CCO_COLL_REDUCESCATTER] = {ccoAlgoPull, ccoAlgoAuto},
-    [CCO_COLL_ALLTOALL] = {ccoAlgoPush, ccoAlgoAuto},
-    [CCO_COLL_BROADCAST] = {ccoAlgoPull, ccoAlgoAuto},
+/* The algorithms of each collective: on one host, the first three of
+ * all-reduce and the one of each other collective, named after the way it
+ * moves data (cco_coll_types.h): all-gather and all-to-all push every
+ * rank's blocks to its peers, reduce-scatter and broadcast pull from them.
+ * hier is the one for several hosts (LSA inside each, GDA between them),
+ * and only there. */
+static const ccoAlgo_t k_algos[CCO_COLL_KINDS][5] = {
+    [CCO_COLL_ALLREDUCE] = {ccoAlgoOneShot, ccoAlgoLL, ccoAlgoTwoShot, ccoAlgoHier, ccoAlgoAuto},
+    [CCO_COLL_ALLGATHER] = {ccoAlgoPush, ccoAlgoHier, ccoAlgoAuto},
+    [CCO_COLL_REDUCESCATTER] = {ccoAlgoPull, ccoAlgoHier, ccoAlgoAuto},
+    [CCO_COLL_ALLTOALL] = {ccoAlgoPush, ccoAlgoHier, ccoAlgoAuto},
+    [CCO_COLL_BROADCAST] = {ccoAlgoPull, ccoAlgoHier, ccoAlgoAuto},
 };
 
 const char* cco_coll_kind_name(cco_coll_kind kind) {
@@ -88,16 +89,18 @@ static int algo_from_name(const char* name, size_t len) {
 
 bool cco_coll_has_algo(cco_coll_kind kind, ccoAlgo_t algo) {
   if ((unsigned)kind >= CCO_COLL_KINDS || algo == ccoAlgoAuto) return false;
-  for (int i = 0; i < 4 && k_algos[kind][i] != ccoAlgoAuto; i++)
+  for (int i = 0; i < 5 && k_algos[kind][i] != ccoAlgoAuto; i++)
     if (k_algos[kind][i] == algo) return true;
   return false;
 }
 
 const char* cco_coll_algo_list(cco_coll_kind kind) {
   switch (kind) {
-    case CCO_COLL_ALLREDUCE: return "oneshot, ll, twoshot";
+    case CCO_COLL_ALLREDUCE: return "oneshot, ll, twoshot, hier";
+    case CCO_COLL_ALLGATHER:
+    case CCO_COLL_ALLTOALL: return "push, hier";
     case CCO_COLL_REDUCESCATTER:
-    case CCO_COLL_BROADCAST: return "pull";
+    case CCO_COLL_BROADCAST: return "pull, hier";
     default: return "push";
   }
 }
@@ -150,12 +153,15 @@ static ccoAlgo_t auto_algo(cco_coll_kind kind, size_t bytes, int lsaSize) {
   return ccoAlgoTwoShot;
 }
 
+/* Whether collective `kind` works across hosts (it has a hierarchical
+ * block; every collective has one now, a new one may not). */
+static bool crosses_hosts(cco_coll_kind kind) { return cco_coll_has_algo(kind, ccoAlgoHier); }
+
 ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size_t bytes, int lsaSize,
                             int nNodes, ccoAlgo_t* algo, char* why, size_t whySize) {
-  if (nNodes > 1) {
-    snprintf(why, whySize, "%s over %d hosts: collectives across hosts (the hierarchical algorithm, LSA "
-             "inside each host and GDA between hosts) are not implemented yet; only one host is supported",
-             cco_coll_api_name(kind), nNodes);
+  if (nNodes > 1 && !crosses_hosts(kind)) {
+    snprintf(why, whySize, "%s over %d hosts: it has no hierarchical algorithm (LSA inside each host, GDA "
+             "between hosts), so it works inside one host only", cco_coll_api_name(kind), nNodes);
     return ccoUnsupported;
   }
   ccoAlgo_t forced = cfg ? cfg->forced[kind] : ccoAlgoAuto;
@@ -164,6 +170,12 @@ ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size
   char limit[96];
   if (forced != ccoAlgoAuto && !cco_coll_has_algo(kind, forced)) {
     cannot = "which it does not have";
+  } else if (nNodes > 1 && forced != ccoAlgoAuto && forced != ccoAlgoHier) {
+    snprintf(limit, sizeof(limit), "which works inside one host only, and this communicator spans %d hosts",
+             nNodes);
+    cannot = limit;
+  } else if (nNodes <= 1 && forced == ccoAlgoHier) {
+    cannot = "which is for communicators that span hosts";
   } else if (forced == ccoAlgoLL && bytes > CCO_COLL_LL_MAX_BYTES) {
     snprintf(limit, sizeof(limit), "whose largest all-reduce is %u bytes", (unsigned)CCO_COLL_LL_MAX_BYTES);
     cannot = limit;
@@ -173,7 +185,8 @@ ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size
              cco_coll_algo_name(forced), cco_coll_api_name(kind), bytes, cannot, cco_coll_algo_list(kind));
     return ccoInvalidUsage;
   }
-  *algo = forced == ccoAlgoAuto || cannot ? auto_algo(kind, bytes, lsaSize) : forced;
+  if (nNodes > 1) *algo = ccoAlgoHier; /* the one algorithm across hosts */
+  else *algo = forced == ccoAlgoAuto || cannot ? auto_algo(kind, bytes, lsaSize) : forced;
   return ccoSuccess;
 }
 

@@ -228,7 +228,11 @@ static ccoResult_t build_args(ccoComm* comm, cco_coll_engine* e, const coll_call
   a->count = c->count;
   a->dtype = (uint32_t)c->dtype;
   a->op = is_reduction(c->kind) ? (uint32_t)c->op : 0u;
-  a->root = c->kind == CCO_COLL_BROADCAST ? cco_topology_world_to_team(&comm->topo, ccoTeamLsa, c->root) : 0;
+  /* The one-host blocks take the root's LSA rank, the hierarchical ones its
+   * world rank (it may be on another host). */
+  a->root = c->kind != CCO_COLL_BROADCAST ? 0
+            : *algo == ccoAlgoHier     ? c->root
+                                       : cco_topology_world_to_team(&comm->topo, ccoTeamLsa, c->root);
   a->barrierBase = 0;
   a->scratchWin = cco_coll_engine_config(e)->scratchWin;
   a->scratchOff = 0;
@@ -254,7 +258,7 @@ static void launch_refused(ccoComm* comm, cco_coll_engine* e, const coll_call* c
   char why[320];
   if (cco_coll_select(&cco_coll_engine_config(e)->config, c->kind, bytes, comm->topo.lsaSize, comm->topo.nNodes, &algo, why,
                       sizeof(why)) != ccoSuccess)
-    cco_coll_select(NULL, c->kind, bytes, comm->topo.lsaSize, 1, &algo, why, sizeof(why));
+    cco_coll_select(NULL, c->kind, bytes, comm->topo.lsaSize, comm->topo.nNodes, &algo, why, sizeof(why));
   if (algo == ccoAlgoLL) return;
   ccoCollArgs a;
   memset(&a, 0, sizeof(a));
@@ -272,19 +276,41 @@ static void launch_refused(ccoComm* comm, cco_coll_engine* e, const coll_call* c
 
 /* ------------------------------------------------------------ calls */
 
-/* What every call does first: the communicator is healthy, on one host
- * (refused alike by every rank, which share the topology, before any
- * collective step), and the state is made (the first call, collective). */
+/* Across hosts: whether `kind` can run on this communicator. Every rank
+ * shares the topology, so every rank answers alike, before any collective
+ * step. */
+static ccoResult_t check_hosts(ccoComm* comm, cco_coll_kind kind, const char* api) {
+  const cco_topology* t = &comm->topo;
+  if ((int)kind == CCO_COLL_STREAM_KIND)
+    return cco_error(&comm->err, ccoUnsupported, CCO_SUBSYS_COLL,
+                     "rank %d: %s over %d hosts: it is an LSA barrier, inside one host only (kernels can use "
+                     "the world barrier of cco_gda.h across hosts)",
+                     comm->rank, api, t->nNodes);
+  char why[320];
+  ccoAlgo_t algo;
+  ccoResult_t res = cco_coll_select(NULL, kind, 0, t->lsaSize, t->nNodes, &algo, why, sizeof(why));
+  if (res != ccoSuccess) return cco_error(&comm->err, res, CCO_SUBSYS_COLL, "rank %d: %s", comm->rank, why);
+  /* A rail team per LSA rank that reaches every host. */
+  for (int node = 0; node < t->nNodes; node++) {
+    int size = 0;
+    for (int r = 0; r < t->nRanks; r++) size += t->nodeOf[r] == node;
+    if (size != t->lsaSize)
+      return cco_error(&comm->err, ccoUnsupported, CCO_SUBSYS_COLL,
+                       "rank %d: %s over %d hosts: host %d has %d ranks and host %d has %d; the hierarchical "
+                       "collectives need the same number of ranks on every host",
+                       comm->rank, api, t->nNodes, t->node, t->lsaSize, node, size);
+  }
+  return ccoSuccess;
+}
+
+/* What every call does first: the communicator is healthy, the call can
+ * run on its hosts (refused alike by every rank before any collective
+ * step), and the state is made (the first call, collective). */
 static ccoResult_t prologue(ccoComm* comm, cco_coll_kind kind, const char* api, void* stream, cco_coll_engine** out) {
   cco_coll_engine* e = engine_of(comm);
   if (!e) return cco_error(&comm->err, ccoInternalError, CCO_SUBSYS_COLL, "%s: no collectives engine", api);
   CCO_CHECK(check_health(comm, e, api, false));
-  if (comm->topo.nNodes > 1) {
-    char why[320];
-    ccoAlgo_t algo;
-    ccoResult_t res = cco_coll_select(NULL, kind, 0, comm->topo.lsaSize, comm->topo.nNodes, &algo, why, sizeof(why));
-    return cco_error(&comm->err, res, CCO_SUBSYS_COLL, "rank %d: %s", comm->rank, why);
-  }
+  if (comm->topo.nNodes > 1) CCO_CHECK(check_hosts(comm, kind, api));
   if (!cco_coll_engine_ready(e)) CCO_CHECK(cco_coll_state_setup(comm, e, api, stream));
   *out = e;
   return ccoSuccess;

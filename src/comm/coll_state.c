@@ -3,7 +3,8 @@
  * collective call (or ccoBarrierOnStream), together: a collective step
  * over the bootstrap, so it may not be captured in a CUDA graph. It is an
  * internal device communicator with one LSA barrier per part (and one for
- * ccoBarrierOnStream), a scratch window zeroed once, and the engine's part
+ * ccoBarrierOnStream), and GDA to the other hosts when there are any, a
+ * scratch window zeroed once, and the engine's part
  * (its status word, CPU workers or kernel module). The communicator owns
  * the first two like any device communicator and window (ccoCommDestroy
  * releases them); the engine releases its own part.
@@ -102,11 +103,25 @@ ccoResult_t cco_coll_state_setup(ccoComm* comm, cco_coll_engine* e, const char* 
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   /* Part p uses barrier p; the last one is ccoBarrierOnStream's. */
   reqs.lsaBarrierCount = CCO_COLL_MAX_PARTS + 1;
-  reqs.gdaConnectionType = ccoGdaConnectionNone;
+  /* GDA only across hosts (one host starts no proxy and no engine): the
+   * hierarchical blocks put to the rail peers, which the cross-node
+   * connection reaches, with signals part x nNodes + railRank (all-to-all
+   * puts to every rank of the other hosts, with one signal per part and
+   * sender after those). */
+  int nNodes = comm->topo.nNodes;
+  reqs.gdaConnectionType = nNodes > 1 ? ccoGdaConnectionCrossNode : ccoGdaConnectionNone;
+  if (nNodes > 1) {
+    reqs.gdaSignalCount = s.nParts * (uint32_t)(nNodes + comm->nRanks); /* the rail's, all-to-all's */
+    reqs.gdaCounterCount = 0;
+  }
   CCO_CHECK(ccoDevCommCreate(comm, &reqs, &s.dcHost));
   /* Room for the most parts any call may use, whatever this rank's count:
-   * the layout then never depends on it. */
-  uint64_t bytes = ccoDevCollScratchBytes(comm->topo.lsaSize, CCO_COLL_MAX_PARTS);
+   * the layout then never depends on it. Across hosts the hierarchical
+   * blocks' regions follow, one per part in use. The window is registered
+   * after the device communicator, so GDA registers it with the network
+   * engine and the blocks can put into it. */
+  uint64_t bytes = nNodes > 1 ? ccoDevCollHierScratchBytes(comm->topo.lsaSize, nNodes, s.nParts)
+                              : ccoDevCollScratchBytes(comm->topo.lsaSize, CCO_COLL_MAX_PARTS);
   s.scratchBytes = bytes ? (bytes + 4095) & ~(uint64_t)4095 : 4096;
   s.timeout = cco_env_double(CCO_ENV_ID_CCO_COLL_TIMEOUT);
   void* scratchLocal = NULL;

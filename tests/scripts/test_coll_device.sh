@@ -48,6 +48,11 @@ COLL_ENTRY(k_reducescatter, ccoDevReduceScatter)
 COLL_ENTRY(k_alltoall, ccoDevAlltoAll)
 COLL_ENTRY(k_alltoallv, ccoDevAlltoAllv)
 COLL_ENTRY(k_broadcast, ccoDevBroadcast)
+COLL_ENTRY(k_hier, ccoDevAllReduceHier)
+COLL_ENTRY(k_hier_allgather, ccoDevAllGatherHier)
+COLL_ENTRY(k_hier_broadcast, ccoDevBroadcastHier)
+COLL_ENTRY(k_hier_reducescatter, ccoDevReduceScatterHier)
+COLL_ENTRY(k_hier_alltoall, ccoDevAlltoAllHier)
 
 ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out);
 ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out) {
@@ -64,7 +69,7 @@ ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out) {
 
 /* One rank alone: windows, scratch and resources are plain arrays; every
  * block then copies (a reduction of one input). */
-static uint64_t g_data[4096], g_scratch[40000], g_res[64];
+static uint64_t g_data[4096], g_scratch[120000], g_res[64];
 static uint32_t g_abort;
 static int32_t g_member0;
 static int g_bad;
@@ -106,14 +111,16 @@ int main(void) {
   dc.lsaEpochOffset = 4 * sizeof(uint32_t); /* after 4 barriers x 1 rank of inbox */
   ccoWindowDevice data = window_of(g_data, sizeof(g_data)), scratch = window_of(g_scratch, sizeof(g_scratch));
   EXPECT(ccoDevCollScratchBytes(1, 2) <= sizeof(g_scratch));
+  EXPECT(ccoDevCollHierScratchBytes(1, 1, 2) <= sizeof(g_scratch));
 
   typedef void (*entry)(ccoDevComm, ccoCollArgs, uint32_t, uint32_t, uint32_t*);
   static const entry entries[] = {k_oneshot, k_ll, k_twoshot, k_allgather, k_reducescatter, k_alltoall, k_alltoallv,
-                                  k_broadcast};
+                                  k_broadcast, k_hier, k_hier_allgather, k_hier_broadcast,
+                                  k_hier_reducescatter, k_hier_alltoall}; /* hier: one host, no GDA */
   float* in = (float*)(void*)((char*)g_data + 4);
   int64_t* table = (int64_t*)(void*)((char*)g_data + 16000);
   table[0] = 37, table[1] = 0, table[2] = 0;
-  for (int e = 0; e < 8; e++) {
+  for (int e = 0; e < 13; e++) {
     for (int i = 0; i < 37; i++) in[i] = (float)(i * 3 + e) * 0.25f;
     memset((char*)g_data + 8000, 0, 200);
     ccoCollArgs a;
@@ -125,7 +132,7 @@ int main(void) {
     a.dtype = ccoFloat32;
     a.op = ccoSum;
     a.scratchWin = &scratch;
-    a.scratchBytes = ccoDevCollScratchBytes(1, 2);
+    a.scratchBytes = e >= 8 ? ccoDevCollHierScratchBytes(1, 1, 2) : ccoDevCollScratchBytes(1, 2);
     a.vTableOff = 16000;
     a.signature = e % 2 ? 0x1234 : 0;
     uint32_t st[2] = {99, 99};
@@ -174,7 +181,7 @@ ptx_has() { # file, instructions...
 }
 want_ptx=(ld.v4.u32 st.v4.u32 ld.volatile.v2.u64 st.volatile.v2.u64 cvt.rn.bf16x2.f32 cvt.rn.f16x2.f32 cvt.f32.f16
   cvt.rn.bf16.f32 cvt.rn.f16.f32 bar.red.or.pred ld.acquire.sys.u32 st.release.sys.u32 '.entry k_oneshot'
-  '.entry k_ll' '.entry k_alltoallv')
+  '.entry k_ll' '.entry k_alltoallv' '.entry k_hier')
 find_nvcc
 ptxas=${nvcc:+$(dirname "$nvcc")/ptxas}
 if [ -n "$nvcc" ]; then

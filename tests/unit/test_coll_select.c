@@ -105,8 +105,49 @@ TEST(forced_and_refused) {
   CHECK_EQ(cco_coll_config_parse("allgather=ll,allgather=auto", &c, why, sizeof(why)), ccoSuccess);
   CHECK(!c.demanded[CCO_COLL_ALLGATHER]);
   CHECK_EQ(pick(&c, CCO_COLL_ALLGATHER, 8, 4), ccoAlgoPush);
-  CHECK_EQ(cco_coll_select(NULL, CCO_COLL_ALLREDUCE, 8, 4, 2, &a, why, sizeof(why)), ccoUnsupported);
-  CHECK(strstr(why, "hosts") != NULL);
+}
+
+/* Across hosts: every collective is hier whatever the size; CCO_ALGO's
+ * one-host algorithms are preferences it ignores there and demands it
+ * refuses; hier is refused on one host. */
+TEST(several_hosts) {
+  cco_coll_config c;
+  char why[320];
+  ccoAlgo_t a = ccoAlgoAuto;
+  for (size_t bytes = 1; bytes <= ((size_t)1 << 30); bytes <<= 5) {
+    CHECK_EQ(cco_coll_select(NULL, CCO_COLL_ALLREDUCE, bytes, 4, 2, &a, why, sizeof(why)), ccoSuccess);
+    CHECK_EQ(a, ccoAlgoHier);
+  }
+  CHECK_EQ(cco_coll_select(NULL, CCO_COLL_ALLREDUCE, 8, 1, 3, &a, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(a, ccoAlgoHier);
+  CHECK(cco_coll_has_algo(CCO_COLL_ALLREDUCE, ccoAlgoHier));
+  CHECK(strstr(cco_coll_algo_list(CCO_COLL_ALLREDUCE), "hier") != NULL);
+  CHECK_EQ(cco_coll_config_parse("ll", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(cco_coll_select(&c, CCO_COLL_ALLREDUCE, 1024, 2, 2, &a, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(a, ccoAlgoHier);
+  CHECK_EQ(cco_coll_config_parse("allreduce=oneshot", &c, why, sizeof(why)), ccoSuccess);
+  a = ccoAlgoAuto;
+  CHECK_EQ(cco_coll_select(&c, CCO_COLL_ALLREDUCE, 1024, 2, 2, &a, why, sizeof(why)), ccoInvalidUsage);
+  CHECK(strstr(why, "allreduce=oneshot") != NULL && strstr(why, "inside one host") != NULL);
+  CHECK_EQ(a, ccoAlgoAuto);
+  CHECK_EQ(cco_coll_config_parse("allreduce=hier", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(cco_coll_select(&c, CCO_COLL_ALLREDUCE, 1024, 2, 2, &a, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(a, ccoAlgoHier);
+  CHECK_EQ(cco_coll_select(&c, CCO_COLL_ALLREDUCE, 1024, 2, 1, &a, why, sizeof(why)), ccoInvalidUsage);
+  CHECK(strstr(why, "span hosts") != NULL);
+  CHECK_EQ(cco_coll_config_parse("hier", &c, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(pick(&c, CCO_COLL_ALLREDUCE, 1024, 2), ccoAlgoLL); /* a preference one host cannot use */
+  CHECK_EQ(cco_coll_select(NULL, CCO_COLL_ALLGATHER, 8, 4, 2, &a, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(a, ccoAlgoHier);
+  CHECK_EQ(cco_coll_select(NULL, CCO_COLL_BROADCAST, 1 << 20, 1, 2, &a, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(a, ccoAlgoHier);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLGATHER, 8, 4), ccoAlgoPush); /* one host is unchanged */
+  CHECK_EQ(pick(NULL, CCO_COLL_BROADCAST, 8, 4), ccoAlgoPull);
+  CHECK_EQ(cco_coll_select(NULL, CCO_COLL_REDUCESCATTER, 8, 2, 3, &a, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(a, ccoAlgoHier);
+  CHECK_EQ(cco_coll_select(NULL, CCO_COLL_ALLTOALL, 8, 2, 2, &a, why, sizeof(why)), ccoSuccess);
+  CHECK_EQ(a, ccoAlgoHier);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLTOALL, 8, 2), ccoAlgoPush);
 }
 
 TEST(parts) {

@@ -26,8 +26,19 @@ static __device__ __forceinline__ void report(cco_coll_status* status, ccoDevSta
   atomicExch(&status->ready, 1u);
 }
 
+/* Launch bounds per algorithm. The hierarchical kernel says one block per
+ * SM is enough: without it ptxas held that kernel (its GDA exchanges and two
+ * reduction loops per type) to 64 registers and spilled; the others keep
+ * the bounds they were measured with. */
+#define CCO_COLL_BOUNDS_ccoAlgoOneShot __launch_bounds__(CCO_COLL_THREADS)
+#define CCO_COLL_BOUNDS_ccoAlgoLL __launch_bounds__(CCO_COLL_THREADS)
+#define CCO_COLL_BOUNDS_ccoAlgoTwoShot __launch_bounds__(CCO_COLL_THREADS)
+#define CCO_COLL_BOUNDS_ccoAlgoPush __launch_bounds__(CCO_COLL_THREADS)
+#define CCO_COLL_BOUNDS_ccoAlgoPull __launch_bounds__(CCO_COLL_THREADS)
+#define CCO_COLL_BOUNDS_ccoAlgoHier __launch_bounds__(CCO_COLL_THREADS, 1)
+
 #define CCO_COLL_KERNEL_(name, block, kind, algo)                                                      \
-  extern "C" __global__ void __launch_bounds__(CCO_COLL_THREADS)                                     \
+  extern "C" __global__ void CCO_COLL_BOUNDS_##algo                                                  \
       name(const ccoDevComm* dc, ccoCollArgs args, cco_coll_status* status) {                        \
     ccoDevStatus_t st = block(dc, &args, blockIdx.x, gridDim.x);                                     \
     report(status, st, (uint32_t)(kind), (uint32_t)(algo));                                          \

@@ -46,7 +46,12 @@ typedef struct {
   X(ccoCollAllGather, ccoDevAllGather, 1, ccoAlgoPush)                  \
   X(ccoCollReduceScatter, ccoDevReduceScatter, 2, ccoAlgoPull)          \
   X(ccoCollAlltoAll, ccoDevAlltoAll, 3, ccoAlgoPush)                    \
-  X(ccoCollBroadcast, ccoDevBroadcast, 4, ccoAlgoPull)
+  X(ccoCollBroadcast, ccoDevBroadcast, 4, ccoAlgoPull)                  \
+  X(ccoCollAllReduceHier, ccoDevAllReduceHier, 0, ccoAlgoHier)         \
+  X(ccoCollAllGatherHier, ccoDevAllGatherHier, 1, ccoAlgoHier)          \
+  X(ccoCollReduceScatterHier, ccoDevReduceScatterHier, 2, ccoAlgoHier)  \
+  X(ccoCollAlltoAllHier, ccoDevAlltoAllHier, 3, ccoAlgoHier)            \
+  X(ccoCollBroadcastHier, ccoDevBroadcastHier, 4, ccoAlgoHier)
 
 /* The reducing blocks also come as one kernel per (type, operator),
  * <name>_<type>_<op> (ccoCollAllReduceLL_bf16_sum), in which both are
