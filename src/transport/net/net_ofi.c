@@ -512,6 +512,8 @@ void cco_net_mr_dereg(cco_net* net, cco_net_mr* mr) {
 
 /* Checks the peer and takes an op record; CCO_NET_BUSY when none is left. */
 static ccoResult_t op_begin(cco_net* net, int peer, void* context, fi_addr_t* addr, cco_net_op** op) {
+  *op = NULL; /* on every path: callers read them only on success, but gcc -O3 cannot tell */
+  *addr = FI_ADDR_NOTAVAIL;
   if (peer < 0 || peer >= net->nPeers)
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_NET, "peer %d out of range (%d peers)", peer, net->nPeers);
   if (net->peers[peer] == FI_ADDR_NOTAVAIL)
@@ -554,8 +556,8 @@ static ccoResult_t local_desc(cco_net* net, cco_net_mr* mr, const void* buf, siz
 static ccoResult_t rma(cco_net* net, int write, int peer, void* buf, cco_net_mr* mr, size_t size,
                        cco_net_rkey rkey, uint64_t remoteOff, void* context) {
   void* desc = NULL;
-  fi_addr_t addr;
-  cco_net_op* op;
+  fi_addr_t addr = FI_ADDR_NOTAVAIL;
+  cco_net_op* op = NULL;
   if (!net || (size && !buf))
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_NET, "%s: NULL argument", write ? "write" : "read");
   if (size > net->maxMsg)
@@ -587,8 +589,8 @@ ccoResult_t cco_net_read(cco_net* net, int peer, void* dst, cco_net_mr* mr, size
 static ccoResult_t atomic_add(cco_net* net, int peer, uint64_t value, uint64_t* result, cco_net_mr* resultMr,
                               cco_net_rkey rkey, uint64_t remoteOff, void* context) {
   void* resultDesc = NULL;
-  fi_addr_t addr;
-  cco_net_op* op;
+  fi_addr_t addr = FI_ADDR_NOTAVAIL;
+  cco_net_op* op = NULL;
   if ((rkey.base + remoteOff) % 8)
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_NET, "atomic target offset %llu is not 8-byte aligned",
                      (unsigned long long)remoteOff);
