@@ -175,10 +175,25 @@ def cache_dir() -> Path:
 # ------------------------------------------------------------------ commands
 
 
+def cxx_standard(torch_dir: Optional[Path]) -> str:
+    """The C++ standard torch's headers need: newer torch releases refuse
+    anything before C++20 (ATen/ATen.h says so with an #error), older ones
+    are built and tested with C++17. Read from the installed headers, so
+    any torch version gets what it asks for."""
+    if torch_dir is not None:
+        try:
+            aten = (torch_dir / "include" / "ATen" / "ATen.h").read_text(errors="replace")
+        except OSError:
+            aten = ""
+        if "C++20" in aten:
+            return "c++20"
+    return "c++17"
+
+
 def _cxx_flags(tc: Toolchain, name: str) -> List[str]:
     python_include = sysconfig.get_path("include", scheme="posix_prefix")
     flags = [
-        "-std=c++17", "-O2", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter",
+        f"-std={cxx_standard(tc.torch_dir)}", "-O2", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter",
         f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H",
         f"-I{SOURCES_DIR}", f"-I{tc.cco_include}",
     ]

@@ -7,10 +7,11 @@
 # CCO_SRC=<repo root>.
 #
 # torch is looked for in the build's test environment (<build>/pyvenv-torch)
-# and the system's python3. CI does not install it by default: the CUDA
-# wheel is 530 MB and took about 3 minutes to fetch and unpack here (pip
-# install --no-deps). CCO_TEST_INSTALL_TORCH=1 installs it into
-# <build>/pyvenv-torch first. Without torch (or nvcc) the sources that need
+# and the system's python3. CCO_TEST_INSTALL_TORCH=1 (set by .ci/run)
+# installs it into <build>/pyvenv-torch first: the wheel from PyPI without
+# its dependencies, about a minute here (torch 2.15 on 2026-12-01, whose
+# headers need C++20; the GPU machine's torch 2.11 builds with C++17:
+# cco._torch_ext reads which from the headers). Without torch (or nvcc) the sources that need
 # it are not compiled and the test ends with 77 (skipped) after checking the
 # others; a compile error is a failure either way.
 set -u
