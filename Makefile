@@ -47,13 +47,14 @@ test-main: build
 CPU_ONLY = -DCCO_BUILD_CUDA=OFF -DCCO_COLL_KERNELS=OFF
 
 # Sanitizers catch what a passing test can hide: leaks, overflows, UB. The
-# two compile checks of the headers and device blocks build programs of
-# their own (nvcc, clang, gcc without sanitizers): the main build runs them.
+# compile checks of the headers, the device blocks and the torch extension
+# build programs of their own (nvcc, clang, g++, without sanitizers): the
+# main build runs them.
 test-asan: deps
 	@$(CMAKE_ENV) cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DCCO_SANITIZE=ON $(CPU_ONLY) >/dev/null
 	@bash scripts/build.sh $(BUILD)-asan $(JOBS)
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST) -E '^script\.(test_headers|test_coll_device)$$'
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST) -E '^script\.(test_headers|test_coll_device|test_torch_ext)$$'
 
 # Races: the ranks-as-threads tests, the unit tests, and the liveness monitor
 # against the calling thread in a few fault-test phases under ThreadSanitizer.
