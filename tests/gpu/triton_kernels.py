@@ -242,7 +242,8 @@ def coll(dev_comm, win, out, count, recv_off, scratch_off, scratch_bytes, DTYPE:
     """One collective of the blocks over the window: the input at offset 0,
     the output at recv_off, the scratch at scratch_off; this program is part
     program_id of the grid. ALGO: 0 one-shot, 1 LL, 2 two-shot all-reduce,
-    3 all-gather, 4 reduce-scatter, 5 broadcast from LSA rank 0."""
+    3 all-gather, 4 reduce-scatter, 5 broadcast from LSA rank 0, 6 all-to-allv
+    with its table at offset `count` of the window (compiled in CI only)."""
     part = tl.program_id(0)
     n = tl.num_programs(0)
     if ALGO == 0:
@@ -260,9 +261,12 @@ def coll(dev_comm, win, out, count, recv_off, scratch_off, scratch_bytes, DTYPE:
     elif ALGO == 4:
         st = cco.Coll.reduce_scatter(dev_comm, win, 0, win, recv_off, count, DTYPE, OP, win, scratch_off,
                                      scratch_bytes, part, n)
-    else:
+    elif ALGO == 5:
         st = cco.Coll.broadcast(dev_comm, win, 0, win, recv_off, count, DTYPE, 0, win, scratch_off, scratch_bytes,
                                 part, n)
+    else:
+        st = cco.Coll.all_to_allv(dev_comm, win, 0, win, recv_off, count, DTYPE, win, scratch_off, scratch_bytes,
+                                  part, n)
     tl.store(out + part, st.to(tl.int64))
     if part == 0:
         tl.store(out + 63, cco.Coll.scratch_bytes(cco.DevComm.lsa_size(dev_comm), n).to(tl.int64))
@@ -279,7 +283,7 @@ COMPILE_SPECS = {
 }
 _COLL_SIG = {"dev_comm": _I64, "win": _I64, "out": _P64, "count": _I64, "recv_off": _I64, "scratch_off": _I64,
              "scratch_bytes": _I64, "DTYPE": "constexpr", "OP": "constexpr", "ALGO": "constexpr"}
-for _algo in range(6):
+for _algo in range(7):
     for _dtype, _op in ((0, 0), (1, 1), (3, 2)):  # fp32 sum, bf16 max, int32 min
         COMPILE_SPECS[f"coll_{_algo}_{_dtype}_{_op}"] = (coll, _COLL_SIG, {"DTYPE": _dtype, "OP": _op, "ALGO": _algo}, 4)
 for _scope, _nw in ((0, 1), (1, 1), (2, 4)):

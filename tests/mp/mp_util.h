@@ -59,6 +59,14 @@ static inline int mp_finish(const char* name) {
   return mp_failed ? 1 : 0;
 }
 
+/* Whether `name` is one of the comma-separated names of `list`. */
+static inline int mp_has_phase(const char* list, const char* name) {
+  size_t n = strlen(name);
+  for (const char* p = list; (p = strstr(p, name)) != NULL; p += n)
+    if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return 1;
+  return 0;
+}
+
 static inline double mp_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

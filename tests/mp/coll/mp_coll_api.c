@@ -545,13 +545,6 @@ static void phase_missing_rank(void) {
   if (comm) OK(NULL, ccoCommDestroy(comm));
 }
 
-static int has_phase(const char* list, const char* name) {
-  size_t n = strlen(name);
-  for (const char* p = list; (p = strstr(p, name)) != NULL; p += n)
-    if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return 1;
-  return 0;
-}
-
 int main(int argc, char** argv) {
   const char* phases = "matrix,bad,many,destroy,mismatch";
   for (int i = 1; i < argc; i++) {
@@ -572,13 +565,13 @@ int main(int argc, char** argv) {
   ccoCommRank(g_comm, &g_rank);
   ccoCommSize(g_comm, &g_size);
   double t0 = mp_now();
-  if (has_phase(phases, "matrix")) phase_matrix();
-  if (has_phase(phases, "bad")) phase_bad();
-  if (has_phase(phases, "many")) phase_many();
-  if (has_phase(phases, "destroy")) phase_destroy();
-  if (has_phase(phases, "mismatch")) phase_mismatch();
-  if (has_phase(phases, "mismatch-algo")) phase_mismatch_algo();
-  if (has_phase(phases, "missing-rank")) phase_missing_rank();
+  if (mp_has_phase(phases, "matrix")) phase_matrix();
+  if (mp_has_phase(phases, "bad")) phase_bad();
+  if (mp_has_phase(phases, "many")) phase_many();
+  if (mp_has_phase(phases, "destroy")) phase_destroy();
+  if (mp_has_phase(phases, "mismatch")) phase_mismatch();
+  if (mp_has_phase(phases, "mismatch-algo")) phase_mismatch_algo();
+  if (mp_has_phase(phases, "missing-rank")) phase_missing_rank();
   OK(g_comm, ccoCommDestroy(g_comm));
   if (g_rank == 0) printf("mp_coll_api: %d ranks, %.1f s\n", g_size, mp_now() - t0);
   return mp_finish("mp_coll_api");

@@ -457,13 +457,6 @@ static void phase_destroy(void) {
   }
 }
 
-static int has_phase(const char* list, const char* name) {
-  size_t n = strlen(name);
-  for (const char* p = list; (p = strstr(p, name)) != NULL; p += n)
-    if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return 1;
-  return 0;
-}
-
 int main(int argc, char** argv) {
   const char* phases = "matrix,many,refused,mismatch,destroy";
   for (int i = 1; i < argc; i++) {
@@ -488,9 +481,9 @@ int main(int argc, char** argv) {
    * alike on every rank, and the test did not run. */
   ccoComm* probe = g_comm;
   bufs b;
-  if (has_phase(phases, "unequal")) {
+  if (mp_has_phase(phases, "unequal")) {
     phase_unequal();
-  } else if (has_phase(phases, "algo-demand")) {
+  } else if (mp_has_phase(phases, "algo-demand")) {
     /* the probe is an all-reduce, which the demand refuses */
   } else if (make_bufs(probe, 8192, &b)) {
     ccoResult_t res = ccoAllReduce(probe, b.send, b.recv, 1, ccoFloat32, ccoSum, NULL);
@@ -503,13 +496,13 @@ int main(int argc, char** argv) {
     OK(probe, ccoWindowDeregister(probe, b.sendWin));
     OK(probe, ccoWindowDeregister(probe, b.recvWin));
   }
-  if (has_phase(phases, "matrix")) phase_matrix();
-  if (has_phase(phases, "many")) phase_many();
-  if (has_phase(phases, "refused")) phase_refused();
-  if (has_phase(phases, "mismatch")) phase_mismatch();
-  if (has_phase(phases, "destroy")) phase_destroy();
-  if (has_phase(phases, "missing")) phase_missing();
-  if (has_phase(phases, "algo-demand")) phase_algo_demand();
+  if (mp_has_phase(phases, "matrix")) phase_matrix();
+  if (mp_has_phase(phases, "many")) phase_many();
+  if (mp_has_phase(phases, "refused")) phase_refused();
+  if (mp_has_phase(phases, "mismatch")) phase_mismatch();
+  if (mp_has_phase(phases, "destroy")) phase_destroy();
+  if (mp_has_phase(phases, "missing")) phase_missing();
+  if (mp_has_phase(phases, "algo-demand")) phase_algo_demand();
   OK(g_comm, ccoCommDestroy(g_comm));
   if (g_rank == 0)
     printf("mp_coll_hier: %d ranks on %d hosts, %.1f s\n", g_size, g_nNodes, mp_now() - t0);

@@ -331,6 +331,16 @@ _ALL_REDUCE = {"one_shot": "coll_all_reduce_one_shot", "ll": "coll_all_reduce_ll
                "two_shot": "coll_all_reduce_two_shot"}
 
 
+def _coll(family, ctx, dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, op, root, scratch_win,
+          scratch_off, scratch_bytes, barrier_base, signature, part, n_parts, v_table_off=None):
+    """One block of the table's collectives family, arguments in the table's order."""
+    args = [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, op, root, scratch_win, scratch_off,
+            scratch_bytes, barrier_base, signature]
+    if v_table_off is not None:
+        args.append(v_table_off)
+    return call(symbol_name(family), args + [part, n_parts], ctx)
+
+
 class Coll:
     """The collectives' device building blocks (cco/cco_coll.h) over the LSA
     team, block scope: every thread of a program calls with the same
@@ -354,55 +364,54 @@ class Coll:
                    scratch_bytes, part, n_parts, algo="one_shot", barrier_base=0, signature=0, _semantic=None,
                    _builder=None):
         """``algo``: "one_shot", "ll" (no barrier; up to the LL limit) or "two_shot" (in place too)."""
-        name = _ALL_REDUCE.get(algo.value if isinstance(algo, core.constexpr) else algo)
-        if name is None:
+        family = _ALL_REDUCE.get(algo.value if isinstance(algo, core.constexpr) else algo)
+        if family is None:
             raise ValueError(f"cco.Coll.all_reduce: algo must be one of {sorted(_ALL_REDUCE)}, not {algo!r}")
-        return call(symbol_name(name), [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, op, 0,
-                                        scratch_win, scratch_off, scratch_bytes, barrier_base, signature, part,
-                                        n_parts], _ctx(_semantic, _builder))
+        return _coll(family, _ctx(_semantic, _builder), dev_comm, send_win, send_off, recv_win, recv_off, count,
+                     dtype, op, 0, scratch_win, scratch_off, scratch_bytes, barrier_base, signature, part, n_parts)
 
     @staticmethod
     @core.extern
     def all_gather(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, scratch_win, scratch_off,
                    scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None, _builder=None):
-        return call("cco_ir_coll_all_gather", [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, 0, 0,
-                                               scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
-                                               part, n_parts], _ctx(_semantic, _builder))
+        return _coll("coll_all_gather", _ctx(_semantic, _builder), dev_comm, send_win, send_off, recv_win, recv_off,
+                     count, dtype, 0, 0, scratch_win, scratch_off, scratch_bytes, barrier_base, signature, part,
+                     n_parts)
 
     @staticmethod
     @core.extern
     def reduce_scatter(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, op, scratch_win,
                        scratch_off, scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None,
                        _builder=None):
-        return call("cco_ir_coll_reduce_scatter", [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype,
-                                                   op, 0, scratch_win, scratch_off, scratch_bytes, barrier_base,
-                                                   signature, part, n_parts], _ctx(_semantic, _builder))
+        return _coll("coll_reduce_scatter", _ctx(_semantic, _builder), dev_comm, send_win, send_off, recv_win,
+                     recv_off, count, dtype, op, 0, scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
+                     part, n_parts)
 
     @staticmethod
     @core.extern
     def all_to_all(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, scratch_win, scratch_off,
                    scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None, _builder=None):
-        return call("cco_ir_coll_all_to_all", [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, 0, 0,
-                                               scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
-                                               part, n_parts], _ctx(_semantic, _builder))
+        return _coll("coll_all_to_all", _ctx(_semantic, _builder), dev_comm, send_win, send_off, recv_win, recv_off,
+                     count, dtype, 0, 0, scratch_win, scratch_off, scratch_bytes, barrier_base, signature, part,
+                     n_parts)
 
     @staticmethod
     @core.extern
     def all_to_allv(dev_comm, send_win, send_off, recv_win, recv_off, v_table_off, dtype, scratch_win, scratch_off,
                     scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None, _builder=None):
         """``v_table_off``: the int64 [3][lsa_size] table of counts and displacements in ``send_win``."""
-        return call("cco_ir_coll_all_to_allv", [dev_comm, send_win, send_off, recv_win, recv_off, 0, dtype, 0, 0,
-                                                scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
-                                                v_table_off, part, n_parts], _ctx(_semantic, _builder))
+        return _coll("coll_all_to_allv", _ctx(_semantic, _builder), dev_comm, send_win, send_off, recv_win,
+                     recv_off, 0, dtype, 0, 0, scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
+                     part, n_parts, v_table_off=v_table_off)
 
     @staticmethod
     @core.extern
     def broadcast(dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, root, scratch_win, scratch_off,
                   scratch_bytes, part, n_parts, barrier_base=0, signature=0, _semantic=None, _builder=None):
         """``root``: the root's LSA rank."""
-        return call("cco_ir_coll_broadcast", [dev_comm, send_win, send_off, recv_win, recv_off, count, dtype, 0,
-                                              root, scratch_win, scratch_off, scratch_bytes, barrier_base, signature,
-                                              part, n_parts], _ctx(_semantic, _builder))
+        return _coll("coll_broadcast", _ctx(_semantic, _builder), dev_comm, send_win, send_off, recv_win, recv_off,
+                     count, dtype, 0, root, scratch_win, scratch_off, scratch_bytes, barrier_base, signature, part,
+                     n_parts)
 
 
 Gda = gda_namespace("Gda", "immediate", "GDA calls on an Immediate handle: every post rings the doorbell.")
