@@ -48,6 +48,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #include "base/env.h"
 #include "cco/cco_gda.h"
@@ -439,7 +440,10 @@ static const char* env_lookup(const char* name, void* arg) {
   return getenv(name);
 }
 
-static void* warm_up(void* arg) { return arg; }
+static void* warm_up(void* arg) {
+  *(pid_t*)arg = (pid_t)syscall(SYS_gettid);
+  return NULL;
+}
 
 static int rank_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
   const run_cfg* cfg = arg;
@@ -452,7 +456,15 @@ static int rank_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
   /* A first thread, so that runtimes that start one of their own with it
    * (TSan) have done so before the count. */
   pthread_t warm;
-  if (pthread_create(&warm, NULL, warm_up, NULL) == 0) pthread_join(warm, NULL);
+  pid_t warmTid = 0;
+  if (pthread_create(&warm, NULL, warm_up, &warmTid) == 0) {
+    pthread_join(warm, NULL);
+    /* A joined thread can stay listed in /proc/self/task for a moment: the
+     * count below must not include it, or the run ends one thread short. */
+    char task[64];
+    snprintf(task, sizeof(task), "/proc/self/task/%d", (int)warmTid);
+    for (double t0 = mp_now(); warmTid && access(task, F_OK) == 0 && mp_now() - t0 < 1.0;) mp_sleep(0.001);
+  }
   s.fds0 = mp_count_fds();
   s.threads0 = mp_count_threads();
   s.maps0 = count_maps();
