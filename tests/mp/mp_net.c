@@ -327,6 +327,22 @@ static void case_backpressure(rank_ctx* x) {
   int to = (x->rank + 1) % x->nRanks, from = (x->rank + x->nRanks - 1) % x->nRanks;
   long busyBefore = x->t.busy;
   ccoResult_t r = ccoSuccess;
+  /* Backpressure for certain: with the progress thread held off (its lock),
+   * nothing gives op records back to the pool, so posting meets
+   * CCO_NET_BUSY within the pool's size (at most 65536) or earlier, when the
+   * provider's queue is full. Without this the progress thread can keep up
+   * with the flood below and the pool never empties. */
+  pthread_mutex_lock(&x->t.lock);
+  for (int i = 0; i <= 65536; i++) {
+    r = cco_net_write(x->t.net, to, x->src + 8 * (i % 64), x->srcMr, 8, x->rkeys[to],
+                      area_off(x->rank) + 8 * (uint64_t)(i % 64), NULL);
+    if (r != ccoSuccess) break;
+    x->t.posted++;
+  }
+  pthread_mutex_unlock(&x->t.lock);
+  MP_CHECK(r == CCO_NET_BUSY, "held-off posts ended with %d, not CCO_NET_BUSY", (int)r);
+  if (r == CCO_NET_BUSY) x->t.busy++;
+  r = ccoSuccess;
   for (int i = 0; i < FLOOD && r == ccoSuccess; i++) {
     POST(&x->t, r, cco_net_write(x->t.net, to, x->src + 8 * (i % 64), x->srcMr, 8, x->rkeys[to],
                                  area_off(x->rank) + 8 * (uint64_t)(i % 64), NULL));
