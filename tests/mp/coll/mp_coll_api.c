@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "../mp_util.h"
+#include "coll_elems.h"
 
 static int g_rank, g_size;
 static ccoComm* g_comm;
@@ -40,15 +41,9 @@ static int g_many = 300;
 
 /* ------------------------------------------------------------ elements */
 
-static const char* const k_dtype_names[] = {"fp32", "bf16", "fp16", "int32"};
-static const char* const k_op_names[] = {"sum", "max", "min"};
 static const char* const k_kind_names[] = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"};
 enum { AR, AG, RS, A2A, BC, KINDS };
 
-typedef union {
-  float f;
-  uint32_t u;
-} bits32;
 
 static uint16_t to_bf16(float f) {
   bits32 b = {.f = f};
@@ -71,7 +66,6 @@ static uint16_t to_fp16(float f) {
   return (uint16_t)(sign | (uint16_t)(exp << 10) | ((uint16_t)r & 0x3ffu));
 }
 
-static size_t esize_of(int dtype) { return dtype == ccoBfloat16 || dtype == ccoFloat16 ? 2 : 4; }
 
 /* Input element i of `rank` in call `seed`: quarters in [-8, 8) (exact in
  * every float type, so only the operator matters) or integers. */
@@ -95,14 +89,7 @@ static uint32_t encode(int dtype, float f, int32_t n) {
   }
 }
 
-static void put(void* buf, int dtype, uint64_t i, uint32_t v) {
-  if (esize_of(dtype) == 2) ((uint16_t*)buf)[i] = (uint16_t)v;
-  else ((uint32_t*)buf)[i] = v;
-}
 
-static uint32_t get(const void* buf, int dtype, uint64_t i) {
-  return esize_of(dtype) == 2 ? ((const uint16_t*)buf)[i] : ((const uint32_t*)buf)[i];
-}
 
 static uint32_t input_bits(int dtype, int rank, uint64_t i, uint32_t seed) {
   return encode(dtype, in_float(rank, i, seed), in_int(rank, i, seed));

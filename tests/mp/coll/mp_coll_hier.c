@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "../mp_util.h"
+#include "coll_elems.h"
 #include "cco/cco_coll.h"
 
 static int g_rank, g_size, g_lsaSize, g_nNodes;
@@ -44,15 +45,8 @@ static uint64_t g_hash = 1469598103934665603ull; /* of the outputs every rank sh
 
 #define OK(comm, call) MP_CHECK((call) == ccoSuccess, "%s: %s", #call, ccoGetLastError(comm))
 
-static const char* const k_dtype_names[] = {"fp32", "bf16", "fp16", "int32"};
-static const char* const k_op_names[] = {"sum", "max", "min"};
 
-typedef union {
-  float f;
-  uint32_t u;
-} bits32;
 
-static size_t esize_of(int dtype) { return dtype == ccoBfloat16 || dtype == ccoFloat16 ? 2 : 4; }
 
 /* ------------------------------------------------------------ values */
 
@@ -112,14 +106,7 @@ static uint32_t reduced_bits(int dtype, int op, uint64_t i, uint32_t seed) {
   return b.u;
 }
 
-static void put(void* buf, int dtype, uint64_t i, uint32_t v) {
-  if (esize_of(dtype) == 2) ((uint16_t*)buf)[i] = (uint16_t)v;
-  else ((uint32_t*)buf)[i] = v;
-}
 
-static uint32_t get(const void* buf, int dtype, uint64_t i) {
-  return esize_of(dtype) == 2 ? ((const uint16_t*)buf)[i] : ((const uint32_t*)buf)[i];
-}
 
 /* ------------------------------------------------------------ buffers */
 
