@@ -195,6 +195,23 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaPutValue(const ccoGda* g, int peer, ccoWi
                             coop, tm);
 }
 
+/* Adds value atomically to the uint64_t at the peer's copy of dstWin at
+ * dstOff (8-byte aligned); then `sig` (NVSHMEM's signal_op ADD on a word
+ * of a window, or atomic_add). Several ranks may add to one word. Not
+ * ordered after this context's earlier puts: flush first when the word
+ * announces them. Who does the add: on the staged path the peer's proxy,
+ * with a GPU atomic (atomic also with the peer's own GPU atomics on the
+ * word); on the direct path the network engine, which is atomic with the
+ * other network adds but, on RDMA NICs, not with the peer's own atomics on
+ * that word (the rule of RDMA atomics). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaAtomicAdd(const ccoGda* g, int peer, ccoWindow_t dstWin, size_t dstOff,
+                                                 uint64_t value, ccoGdaSignalSpec sig, uint32_t counter,
+                                                 ccoCoop_t coop, ccoGdaThreadMode_t tm) {
+  int valid = (dstOff % 8) == 0 && cco_impl_window_has_range(dstWin, dstOff, 8);
+  return cco_impl_gda_issue(g, peer, ccoGdaOpAddValue, dstWin->offset + dstOff, value, 8, sig, counter, valid, coop,
+                            tm);
+}
+
 /* Copies bytes from the peer's copy of srcWin at srcOff to this rank's copy
  * of dstWin at dstOff. Done (and counted) once the data is here. */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoGdaGet(const ccoGda* g, int peer, ccoWindow_t dstWin, size_t dstOff,

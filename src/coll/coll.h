@@ -30,6 +30,7 @@
 #include "base/error.h"
 #include "cco/cco.h"
 #include "coll/kernels/coll_kernels.h"
+#include "coll/kernels/coll_stream.h"
 #include "platform/platform.h"
 #include "transport/transport.h"
 
@@ -173,15 +174,16 @@ const cco_coll_block* cco_coll_block_at(int index);
 ccoResult_t cco_coll_engine_capturing(cco_coll_engine* e, void* stream, bool* capturing);
 
 /* ------------------------------------------------------------ stream calls */
-/* For ccoBarrierOnStream and ccoSignalOnStream (src/comm/stream_api.c). */
+/* For ccoBarrierOnStream and the one-sided stream calls to peers on other
+ * hosts (src/comm/stream_api.c), after setup; the work is coll_stream.h's.
+ * The host platform runs each on the calling thread (the barrier bounded by
+ * the timeout); CUDA launches one block on `stream`. */
 
-/* The last LSA barrier of the engine's device communicator, one past the
- * collectives' parts, on `stream` (after setup): the host platform runs it
- * on the calling thread, bounded by the timeout; CUDA launches one block. */
+/* One host: the last LSA barrier of the engine's device communicator, one
+ * past the collectives' parts; several: its world barrier 0. */
 ccoResult_t cco_coll_engine_stream_barrier(cco_coll_engine* e, void* stream);
-/* *signal += value once the stream's earlier work is done (CUDA: a
- * one-thread kernel, the kernels loaded on first use; needs no setup). */
-ccoResult_t cco_coll_engine_signal_add(cco_coll_engine* e, uint64_t signal, uint64_t value, void* stream);
+/* A GDA put and/or signal, complete at the peer when it ends. */
+ccoResult_t cco_coll_engine_stream_gda(cco_coll_engine* e, const cco_stream_gda_args* a, void* stream);
 
 /* The result code and a sentence for a device status. */
 ccoResult_t cco_coll_status_result(ccoDevStatus_t st);

@@ -89,8 +89,7 @@ ccoResult_t cco_coll_cuda_load(cco_coll_engine* e) {
   CCO_COLL_TYPED_KERNEL_NAMES(CCO_COLL_LOAD_TYPED_)
 #undef CCO_COLL_LOAD_TYPED_
   if (res == ccoSuccess) res = p->ops->kernel_get(p, e->module, CCO_COLL_STREAM_BARRIER_KERNEL, &e->barrierKernel);
-  if (res == ccoSuccess)
-    res = p->ops->kernel_get(p, e->module, CCO_COLL_STREAM_SIGNAL_ADD_KERNEL, &e->signalAddKernel);
+  if (res == ccoSuccess) res = p->ops->kernel_get(p, e->module, CCO_COLL_STREAM_GDA_KERNEL, &e->gdaKernel);
   if (res != ccoSuccess) cco_coll_cuda_release(e);
   return res;
 }
@@ -103,19 +102,21 @@ ccoResult_t cco_coll_cuda_prepare(cco_coll_engine* e, uint32_t wanted, uint32_t*
   return ccoSuccess;
 }
 
-ccoResult_t cco_coll_cuda_stream_barrier(cco_coll_engine* e, uint32_t index, void* stream) {
+ccoResult_t cco_coll_cuda_stream_barrier(cco_coll_engine* e, void* stream) {
   cco_platform* p = e->ctx->platform;
   const ccoDevComm* dc = e->s.dcDev;
   cco_coll_status* status = (cco_coll_status*)(uintptr_t)e->statusDev;
-  void* params[3] = {&dc, &index, &status};
+  void* params[2] = {&dc, &status};
   return p->ops->launch(p, e->barrierKernel, 1, CCO_COLL_STREAM_THREADS, stream, params);
 }
 
-ccoResult_t cco_coll_cuda_signal_add(cco_coll_engine* e, uint64_t signal, uint64_t value, void* stream) {
+ccoResult_t cco_coll_cuda_stream_gda(cco_coll_engine* e, const cco_stream_gda_args* a, void* stream) {
   cco_platform* p = e->ctx->platform;
-  CCO_CHECK(cco_coll_cuda_load(e));
-  void* params[2] = {&signal, &value};
-  return p->ops->launch(p, e->signalAddKernel, 1, 1, stream, params);
+  const ccoDevComm* dc = e->s.dcDev;
+  cco_stream_gda_args args = *a;
+  cco_coll_status* status = (cco_coll_status*)(uintptr_t)e->statusDev;
+  void* params[3] = {&dc, &args, &status};
+  return p->ops->launch(p, e->gdaKernel, 1, CCO_COLL_STREAM_THREADS, stream, params);
 }
 
 ccoResult_t cco_coll_cuda_launch(cco_coll_engine* e, int block, const ccoCollArgs* a, void* stream) {
@@ -138,5 +139,5 @@ void cco_coll_cuda_release(cco_coll_engine* e) {
   e->module = NULL;
   for (int b = 0; b < CCO_COLL_BLOCKS; b++) e->kernels[b] = NULL;
   memset(e->typed, 0, sizeof(e->typed));
-  e->barrierKernel = e->signalAddKernel = NULL;
+  e->barrierKernel = e->gdaKernel = NULL;
 }

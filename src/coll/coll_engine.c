@@ -212,11 +212,9 @@ ccoResult_t cco_coll_engine_launch(cco_coll_engine* e, cco_coll_kind kind, ccoAl
 
 /* On the host platform the barrier runs here, on the calling thread (a
  * block of one), so it can take the timeout a CPU wait needs. */
-static ccoResult_t host_stream_barrier(cco_coll_engine* e, uint32_t index) {
-  ccoLsaBarrierSession bar = ccoLsaBarrierSessionInit(&e->s.dcHost, index, ccoCoopThread);
+static ccoResult_t host_stream_barrier(cco_coll_engine* e) {
   uint64_t limit = e->s.timeout > 0 ? (uint64_t)(e->s.timeout * 1e9) : 0;
-  ccoDevStatus_t st = ccoLsaBarrierSyncTimeout(&bar, limit);
-  ccoLsaBarrierSessionEnd(&bar);
+  ccoDevStatus_t st = cco_stream_barrier_run(&e->s.dcHost, limit);
   if (st == ccoDevSuccess) return ccoSuccess;
   if (st == ccoDevTimeout) {
     cco_error(NULL, ccoTimeout, CCO_SUBSYS_COLL,
@@ -229,21 +227,20 @@ static ccoResult_t host_stream_barrier(cco_coll_engine* e, uint32_t index) {
 }
 
 ccoResult_t cco_coll_engine_stream_barrier(cco_coll_engine* e, void* stream) {
-  uint32_t index = e->s.dcHost.lsaBarrierCount - 1;
   pthread_mutex_lock(&e->lock);
-  ccoResult_t res = e->ctx->platform->kind == CCO_PLATFORM_CUDA ? cco_coll_cuda_stream_barrier(e, index, stream)
-                                                               : host_stream_barrier(e, index);
+  ccoResult_t res = e->ctx->platform->kind == CCO_PLATFORM_CUDA ? cco_coll_cuda_stream_barrier(e, stream)
+                                                               : host_stream_barrier(e);
   pthread_mutex_unlock(&e->lock);
   return res;
 }
 
-ccoResult_t cco_coll_engine_signal_add(cco_coll_engine* e, uint64_t signal, uint64_t value, void* stream) {
-  if (e->ctx->platform->kind != CCO_PLATFORM_CUDA) {
-    __atomic_fetch_add((uint64_t*)(uintptr_t)signal, value, __ATOMIC_RELEASE);
-    return ccoSuccess;
-  }
-  pthread_mutex_lock(&e->lock);
-  ccoResult_t res = cco_coll_cuda_signal_add(e, signal, value, stream);
-  pthread_mutex_unlock(&e->lock);
-  return res;
+/* No lock: this uses none of the workers, and the ring takes posts from
+ * any thread. The host platform waits here for the flush, which ends when
+ * the proxy completes the ops or the communicator aborts. */
+ccoResult_t cco_coll_engine_stream_gda(cco_coll_engine* e, const cco_stream_gda_args* a, void* stream) {
+  if (e->ctx->platform->kind == CCO_PLATFORM_CUDA) return cco_coll_cuda_stream_gda(e, a, stream);
+  ccoDevStatus_t st = cco_stream_gda_run(&e->s.dcHost, a);
+  if (st == ccoDevSuccess) return ccoSuccess;
+  record_status(e, st, (cco_coll_kind)CCO_COLL_STREAM_KIND, ccoAlgoAuto, 0);
+  return cco_coll_status_result(st);
 }

@@ -26,8 +26,8 @@ struct cco_coll_engine {
   /* The typed kernels (coll_kernels.h) by block, type and operator; NULL
    * for blocks that have none. */
   void* typed[CCO_COLL_BLOCKS][CCO_COLL_TYPED_NDTYPES][CCO_COLL_TYPED_NOPS];
-  void* barrierKernel;   /* ccoBarrierOnStream's */
-  void* signalAddKernel; /* ccoSignalOnStream's add */
+  void* barrierKernel; /* ccoBarrierOnStream's */
+  void* gdaKernel;     /* the stream calls' to peers on other hosts */
   atomic_bool failureNoted, failureReady;
   ccoResult_t failureResult;
   char failure[CCO_ERROR_TEXT_BYTES];
@@ -47,8 +47,8 @@ ccoDevStatus_t cco_coll_pool_result(cco_coll_pool* pool, uint32_t* part);
 /* CUDA platform (coll_cuda.c). load: the module and every kernel, once. */
 ccoResult_t cco_coll_cuda_load(cco_coll_engine* e);
 ccoResult_t cco_coll_cuda_prepare(cco_coll_engine* e, uint32_t wanted, uint32_t* nParts);
-ccoResult_t cco_coll_cuda_stream_barrier(cco_coll_engine* e, uint32_t index, void* stream);
-ccoResult_t cco_coll_cuda_signal_add(cco_coll_engine* e, uint64_t signal, uint64_t value, void* stream);
+ccoResult_t cco_coll_cuda_stream_barrier(cco_coll_engine* e, void* stream);
+ccoResult_t cco_coll_cuda_stream_gda(cco_coll_engine* e, const cco_stream_gda_args* a, void* stream);
 ccoResult_t cco_coll_cuda_launch(cco_coll_engine* e, int block, const ccoCollArgs* a, void* stream);
 void cco_coll_cuda_release(cco_coll_engine* e);
 

@@ -281,11 +281,7 @@ static void launch_refused(ccoComm* comm, cco_coll_engine* e, const coll_call* c
  * step. */
 static ccoResult_t check_hosts(ccoComm* comm, cco_coll_kind kind, const char* api) {
   const cco_topology* t = &comm->topo;
-  if ((int)kind == CCO_COLL_STREAM_KIND)
-    return cco_error(&comm->err, ccoUnsupported, CCO_SUBSYS_COLL,
-                     "rank %d: %s over %d hosts: it is an LSA barrier, inside one host only (kernels can use "
-                     "the world barrier of cco_gda.h across hosts)",
-                     comm->rank, api, t->nNodes);
+  if ((int)kind == CCO_COLL_STREAM_KIND) return ccoSuccess; /* the world barrier: any host sizes */
   char why[320];
   ccoAlgo_t algo;
   ccoResult_t res = cco_coll_select(NULL, kind, 0, t->lsaSize, t->nNodes, &algo, why, sizeof(why));
@@ -369,8 +365,9 @@ ccoResult_t ccoBroadcast(ccoComm* comm, const void* sendbuf, void* recvbuf, size
   return coll_run(comm, &c);
 }
 
-/* An LSA barrier ordered on the stream, on the engine's device
- * communicator (its last barrier), so it needs the collectives' state. */
+/* A barrier ordered on the stream, on the engine's device communicator
+ * (an LSA barrier on one host, its world barrier across hosts), so it needs
+ * the collectives' state. */
 ccoResult_t ccoBarrierOnStream(ccoComm* comm, void* stream) {
   CCO_VALIDATE_COMM(comm);
   cco_coll_engine* e = NULL;

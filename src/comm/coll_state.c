@@ -101,14 +101,17 @@ ccoResult_t cco_coll_state_setup(ccoComm* comm, cco_coll_engine* e, const char* 
   CCO_CHECK(vote(comm, local, nParts, config, &s.nParts));
 
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  /* Part p uses barrier p; the last one is ccoBarrierOnStream's. */
-  reqs.lsaBarrierCount = CCO_COLL_MAX_PARTS + 1;
+  /* Part p uses LSA barrier p; the last one is ccoBarrierOnStream's: an LSA
+   * barrier on one host, the LSA part of world barrier 0 across hosts. */
+  int nNodes = comm->topo.nNodes;
+  reqs.lsaBarrierCount = CCO_COLL_MAX_PARTS + (nNodes > 1 ? 0 : 1);
+  reqs.barrierCount = nNodes > 1 ? 1 : 0;
   /* GDA only across hosts (one host starts no proxy and no engine): the
    * hierarchical blocks put to the rail peers, which the cross-node
    * connection reaches, with signals part x nNodes + railRank (all-to-all
    * puts to every rank of the other hosts, with one signal per part and
-   * sender after those). */
-  int nNodes = comm->topo.nNodes;
+   * sender after those). The stream calls to peers on other hosts use
+   * the same connection (every rank of the other hosts). */
   reqs.gdaConnectionType = nNodes > 1 ? ccoGdaConnectionCrossNode : ccoGdaConnectionNone;
   if (nNodes > 1) {
     reqs.gdaSignalCount = s.nParts * (uint32_t)(nNodes + comm->nRanks); /* the rail's, all-to-all's */
@@ -120,7 +123,13 @@ ccoResult_t cco_coll_state_setup(ccoComm* comm, cco_coll_engine* e, const char* 
    * blocks' regions follow, one per part in use. The window is registered
    * after the device communicator, so GDA registers it with the network
    * engine and the blocks can put into it. */
-  uint64_t bytes = nNodes > 1 ? ccoDevCollHierScratchBytes(comm->topo.lsaSize, nNodes, s.nParts)
+  int widest = comm->topo.lsaSize; /* every rank registers one size, also on hosts of unequal size */
+  for (int node = 0; node < nNodes; node++) {
+    int size = 0;
+    for (int r = 0; r < comm->nRanks; r++) size += comm->topo.nodeOf[r] == node;
+    if (size > widest) widest = size;
+  }
+  uint64_t bytes = nNodes > 1 ? ccoDevCollHierScratchBytes(widest, nNodes, s.nParts)
                               : ccoDevCollScratchBytes(comm->topo.lsaSize, CCO_COLL_MAX_PARTS);
   s.scratchBytes = bytes ? (bytes + 4095) & ~(uint64_t)4095 : 4096;
   s.timeout = cco_env_double(CCO_ENV_ID_CCO_COLL_TIMEOUT);

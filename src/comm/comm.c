@@ -177,6 +177,7 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
       .owner = comm,
       .allgather = transport_allgather,
       .fail = transport_fail,
+      .failed = &comm->asyncError,
   };
   CCO_CHECK_GOTO(cco_transports_start(comm), res, err_mem);
   if (!cco_comm_handle_publish(comm)) {

@@ -84,6 +84,9 @@ typedef struct {
   /* Stores value at addr once the stream's earlier work is done and
    * visible (a release, system wide). */
   ccoResult_t (*write_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value);
+  /* *addr += value, atomically (a GPU atomic on cuda, with a system-wide
+   * fence first), once the stream's earlier work is done. */
+  ccoResult_t (*add_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value);
   /* n such stores in one driver call where the driver has one. */
   ccoResult_t (*write_values_async)(cco_platform* p, void* stream, unsigned n, const uint64_t* addrs,
                                     const uint64_t* values);

@@ -57,6 +57,9 @@ typedef struct cco_transport_ctx {
   void* owner;
   ccoResult_t (*allgather)(void* owner, void* buf, size_t bytesPerRank, bool inCollective);
   void (*fail)(void* owner, ccoResult_t res);
+  /* The communicator's async error (ccoResult_t, 0 while healthy): an
+   * engine stopping on a failed communicator does not wait for peers. */
+  const _Atomic int* failed;
 } cco_transport_ctx;
 
 /* What a device communicator asks of a transport. */

@@ -414,7 +414,7 @@ int main(void) {
     if (r == ccoSuccess) {
       r = ops->module_get(p, cco_coll_fatbin, &mod2);
       step(r == ccoSuccess && mod2 == mod, "a second module_get in the same context shares the module");
-      ccoResult_t ra = ops->kernel_get(p, mod, CCO_COLL_STREAM_SIGNAL_ADD_KERNEL, &add);
+      ccoResult_t ra = ops->kernel_get(p, mod, CCO_COLL_STREAM_GDA_KERNEL, &add);
       ccoResult_t rb = ops->kernel_get(p, mod, "ccoCollAllReduceOneShot", &block);
       step(ra == ccoSuccess && rb == ccoSuccess, "kernel_get of two kernels: %s / %s", result_name(ra), result_name(rb));
       r = ops->kernel_get(p, mod, "ccoNoSuchKernel", &none);
@@ -431,14 +431,14 @@ int main(void) {
       ccoResult_t rs = ops->stream_create(p, &stream);
       r = rs == ccoSuccess ? ops->stream_capturing(p, stream, &capturing) : rs;
       step(rh == ccoSuccess && r == ccoSuccess && !capturing, "a fresh stream is not capturing: %s", result_name(r));
-      if (rh == ccoSuccess && rs == ccoSuccess && ra == ccoSuccess) {
-        uint64_t sig = dev, value = 5;
-        void* params[2] = {&sig, &value};
+      if (rh == ccoSuccess && rs == ccoSuccess) {
+        /* add_value_async: its own PTX kernel, compiled by the driver on
+         * first use, launched three times on a stream. */
         ccoResult_t rl = ccoSuccess;
-        for (int k = 0; k < 3 && rl == ccoSuccess; k++) rl = ops->launch(p, add, 1, 1, stream, params);
+        for (int k = 0; k < 3 && rl == ccoSuccess; k++) rl = ops->add_value_async(p, stream, dev, 5);
         volatile uint64_t* word = (volatile uint64_t*)host;
         for (int ms = 0; ms < 5000 && *word != 15; ms++) usleep(1000);
-        step(rl == ccoSuccess && *word == 15, "three launches of the signal-add kernel on a stream: %llu (want 15), %s",
+        step(rl == ccoSuccess && *word == 15, "three add_value_async of 5 on a stream: %llu (want 15), %s",
              (unsigned long long)*word, result_name(rl));
       }
       if (rs == ccoSuccess) ops->stream_destroy(p, stream);

@@ -36,6 +36,7 @@ typedef enum {
   ccoGdaOpSignal = 4,   /* only the remote signal, after every earlier op of the ring */
   ccoGdaOpCounter = 5,  /* only the local counter, after every earlier op of the ring */
   ccoGdaOpFence = 6,    /* completes after every earlier op of the ring (flush) */
+  ccoGdaOpAddValue = 7, /* an atomic add of `local` to the uint64_t at `remote` (bytes = 8) */
 } ccoGdaOp_t;
 
 /* Signal operations (applied at the target, after the data). */
@@ -49,7 +50,7 @@ typedef enum {
 
 typedef struct {
   uint64_t remote;      /* slot offset at the peer: put destination, get source */
-  uint64_t local;       /* slot offset here: put source, get destination; put-value: the value */
+  uint64_t local;       /* slot offset here: put source, get destination; put-value, add-value: the value */
   uint64_t bytes;       /* put/get size; put-value: 1, 2, 4 or 8 */
   uint64_t signalValue; /* ccoGdaSignalOpAdd amount */
   int32_t peer;         /* world rank (-1 for a fence over every peer) */

@@ -12,6 +12,7 @@
  */
 #include "cco/cco_coll.h"
 #include "coll/kernels/coll_kernels.h"
+#include "coll/kernels/coll_stream.h"
 
 /* Once per communicator: the first failing block of the first failing
  * call wins; the others leave the word as it is. */
@@ -66,19 +67,14 @@ CCO_COLL_KERNEL_NAMES(CCO_COLL_KERNEL_)
   CCO_COLL_TYPED_OPS_OF_(name, block, kind, algo, 3, i32)
 CCO_COLL_TYPED_KERNEL_NAMES(CCO_COLL_TYPED_TYPES_OF_)
 
-// ccoBarrierOnStream: LSA barrier `index` of the engine's device
-// communicator (one past the collectives' parts), one block.
+// ccoBarrierOnStream (coll_stream.h), one block.
 extern "C" __global__ void __launch_bounds__(CCO_COLL_STREAM_THREADS)
-    ccoCollStreamBarrier(const ccoDevComm* dc, uint32_t index, cco_coll_status* status) {
-  ccoLsaBarrierSession bar = ccoLsaBarrierSessionInit(dc, index, ccoCoopBlock);
-  ccoDevStatus_t st = ccoLsaBarrierSync(&bar);
-  ccoLsaBarrierSessionEnd(&bar);
-  report(status, st, CCO_COLL_STREAM_KIND, 0u);
+    ccoCollStreamBarrier(const ccoDevComm* dc, cco_coll_status* status) {
+  report(status, cco_stream_barrier_run(dc, 0), CCO_COLL_STREAM_KIND, 0u);
 }
 
-// ccoSignalOnStream's add: the stream's earlier work (a put's copy) is
-// complete when this runs; the fence orders it before the add for peers.
-extern "C" __global__ void ccoCollStreamSignalAdd(uint64_t* signal, uint64_t value) {
-  __threadfence_system();
-  atomicAdd((unsigned long long*)signal, (unsigned long long)value);
+// A put and/or signal to a peer on another host (coll_stream.h), one block.
+extern "C" __global__ void __launch_bounds__(CCO_COLL_STREAM_THREADS)
+    ccoCollStreamGda(const ccoDevComm* dc, cco_stream_gda_args args, cco_coll_status* status) {
+  report(status, cco_stream_gda_run(dc, &args), CCO_COLL_STREAM_KIND, 0u);
 }

@@ -71,16 +71,15 @@ typedef struct {
 #define CCO_COLL_TYPED_NDTYPES 4
 #define CCO_COLL_TYPED_NOPS 3
 
-/* The stream calls' kernels (ccoBarrierOnStream, ccoSignalOnStream's add):
+/* The stream calls' kernels, one block of CCO_COLL_STREAM_THREADS each,
+ * their failure reported like a collective's with kind CCO_COLL_STREAM_KIND
+ * (the work itself: coll_stream.h):
  *
- *   ccoCollStreamBarrier(const ccoDevComm* dc, uint32_t index, cco_coll_status* status)
- *     one block of CCO_COLL_STREAM_THREADS: LSA barrier `index`, its
- *     failure reported like a collective's, with kind CCO_COLL_STREAM_KIND;
- *   ccoCollStreamSignalAdd(uint64_t* signal, uint64_t value)
- *     one thread: a system-scope atomic add after the stream's earlier work. */
+ *   ccoCollStreamBarrier(const ccoDevComm* dc, cco_coll_status* status)
+ *   ccoCollStreamGda(const ccoDevComm* dc, cco_stream_gda_args args, cco_coll_status* status) */
 #define CCO_COLL_STREAM_THREADS 32
 #define CCO_COLL_STREAM_KIND 5 /* after the collectives' kinds */
 #define CCO_COLL_STREAM_BARRIER_KERNEL "ccoCollStreamBarrier"
-#define CCO_COLL_STREAM_SIGNAL_ADD_KERNEL "ccoCollStreamSignalAdd"
+#define CCO_COLL_STREAM_GDA_KERNEL "ccoCollStreamGda"
 
 #endif /* CCO_COLL_KERNELS_COLL_KERNELS_H_ */

@@ -34,6 +34,8 @@ typedef struct {
   cco_cu_stream stream;  /* private non-blocking stream for copy_to_device */
   size_t granularity;    /* recommended granularity of `prop` */
   cco_cu_mem_alloc_prop prop; /* what chunk_create asks for */
+  void* addModule;       /* add_value_async's kernel, loaded on first use */
+  void* addKernel;
 } cuda_state;
 
 /* ------------------------------------------------------------ helpers */
@@ -502,6 +504,44 @@ static ccoResult_t cuda_write_value_async(cco_platform* p, void* stream, uint64_
   return ccoSuccess;
 }
 
+/* add_value_async's kernel, in PTX that the driver compiles for whatever
+ * GPU this is on first use: the platform then needs no fatbin of its own.
+ * The fence makes the stream's earlier copies visible before the add. */
+static const char kAddValuePtx[] =
+    ".version 7.0\n"
+    ".target sm_70\n"
+    ".address_size 64\n"
+    ".visible .entry cco_add_value(.param .u64 addr, .param .u64 value) {\n"
+    "  .reg .b64 %rd<3>;\n"
+    "  ld.param.u64 %rd1, [addr];\n"
+    "  ld.param.u64 %rd2, [value];\n"
+    "  membar.sys;\n"
+    "  red.global.add.u64 [%rd1], %rd2;\n"
+    "  ret;\n"
+    "}\n";
+static pthread_mutex_t g_add_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ccoResult_t cuda_module_get(cco_platform* p, const void* image, void** module);
+static ccoResult_t cuda_kernel_get(cco_platform* p, void* module, const char* name, void** kernel);
+static ccoResult_t cuda_launch(cco_platform* p, void* kernel, unsigned grid, unsigned threads, void* stream,
+                               void** params);
+
+static ccoResult_t cuda_add_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("add_value_async");
+  ccoResult_t res = ccoSuccess;
+  pthread_mutex_lock(&g_add_lock);
+  if (!s->addKernel) {
+    if (!s->addModule) res = cuda_module_get(p, kAddValuePtx, &s->addModule);
+    if (res == ccoSuccess) res = cuda_kernel_get(p, s->addModule, "cco_add_value", &s->addKernel);
+  }
+  void* kernel = s->addKernel;
+  pthread_mutex_unlock(&g_add_lock);
+  CCO_CHECK(res);
+  void* params[2] = {&addr, &value};
+  return cuda_launch(p, kernel, 1, 1, stream, params);
+}
+
 /* cuMemcpyBatchAsync costs about as much host time as one cuMemcpyAsync,
  * whatever the count: the lever for streams of small copies. */
 static ccoResult_t cuda_copy_batch_async(cco_platform* p, void* stream, size_t n, uint64_t* dsts,
@@ -742,6 +782,7 @@ static const cco_platform_ops cuda_platform_ops = {
     .copy_async = cuda_copy_async,
     .copy_batch_async = cuda_copy_batch_async,
     .write_value_async = cuda_write_value_async,
+    .add_value_async = cuda_add_value_async,
     .write_values_async = cuda_write_values_async,
     .wait_value_async = cuda_wait_value_async,
     .peer_access = cuda_peer_access,
@@ -964,6 +1005,8 @@ ccoResult_t cco_platform_cuda_open(cco_platform* p) {
 void cco_platform_cuda_close(cco_platform* p) {
   if (!p || !p->impl || p->ops != &cuda_platform_ops) return;
   cuda_state* s = p->impl;
+  if (s->addModule) cuda_module_put(p, s->addModule);
+  s->addModule = s->addKernel = NULL;
   teardown(s);
   free(s);
   memset(p, 0, sizeof(*p));

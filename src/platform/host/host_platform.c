@@ -245,6 +245,12 @@ static ccoResult_t host_write_value_async(cco_platform* p, void* stream, uint64_
   return ccoSuccess;
 }
 
+static ccoResult_t host_add_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value) {
+  (void)p, (void)stream;
+  __atomic_fetch_add((uint64_t*)(uintptr_t)addr, value, __ATOMIC_ACQ_REL);
+  return ccoSuccess;
+}
+
 static ccoResult_t host_copy_batch_async(cco_platform* p, void* stream, size_t n, uint64_t* dsts,
                                          uint64_t* srcs, size_t* sizes) {
   for (size_t i = 0; i < n; i++) host_copy_async(p, stream, dsts[i], srcs[i], sizes[i]);
@@ -354,6 +360,7 @@ static const cco_platform_ops host_platform_ops = {
     .copy_async = host_copy_async,
     .copy_batch_async = host_copy_batch_async,
     .write_value_async = host_write_value_async,
+    .add_value_async = host_add_value_async,
     .write_values_async = host_write_values_async,
     .wait_value_async = host_wait_value_async,
     .peer_access = host_peer_access,

@@ -116,6 +116,7 @@ struct cco_gda_proxy {
   pthread_t thread;
   bool threadStarted;
   atomic_bool stop;
+  _Atomic uint64_t drainUntil; /* stop: the thread first completes what was posted, until then (ns) */
   pthread_mutex_t lock; /* states and windows, against the thread */
   cco_gda_state* states;
   cco_gda_win* wins;
@@ -164,5 +165,7 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op);
 void cco_gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t res, int peer);
 /* Everything else: copies done, acks, inboxes, posts waiting for room. */
 int cco_gda_staged_poll(cco_gda_proxy* px);
+/* Nothing of ours in flight and nothing of the peers' left to serve. */
+bool cco_gda_staged_idle(cco_gda_proxy* px);
 
 #endif /* CCO_TRANSPORT_GDA_GDA_INTERNAL_H_ */

@@ -133,10 +133,35 @@ static bool direct_progress(cco_gda_proxy* px, cco_gda_op* op) {
       if (px->watch) px->watch[d->peer].inFlight++;
     }
     if (op->outstanding) return true;
+  } else if (d->op == ccoGdaOpAddValue) {
+    if (!op->remoteWin) {
+      op->remoteWin = cco_gda_find_win(px, d->remote, 8);
+      if (!op->remoteWin || !op->remoteWin->has[d->peer]) {
+        op_fail(px, op, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                                  "rank %d: GDA add to rank %d: slot offset %#llx is not inside a window "
+                                  "registered here and there",
+                                  px->rank, d->peer, (unsigned long long)d->remote));
+        return true;
+      }
+    }
+    if (!op->issued) {
+      cco_gda_win* rw = op->remoteWin;
+      res = cco_net_atomic_add(px->net, d->peer, d->local, rw->rkeys[d->peer], d->remote - rw->offset,
+                               CCO_GDA_TAG(op, 0));
+      if (cco_gda_post_result(px, d->peer, res) == CCO_NET_BUSY) return false;
+      if (res != ccoSuccess) {
+        op_fail(px, op, res);
+        return true;
+      }
+      op->outstanding++;
+      op->issued = d->bytes;
+      if (px->watch) px->watch[d->peer].inFlight++;
+    }
+    if (op->outstanding) return true;
   } else if (op->ring->head != op->ticket) {
     return true; /* signal, counter, fence: after every earlier op of the ring */
   }
-  if ((d->op == ccoGdaOpPut || d->op == ccoGdaOpPutValue || d->op == ccoGdaOpSignal) &&
+  if ((d->op == ccoGdaOpPut || d->op == ccoGdaOpPutValue || d->op == ccoGdaOpAddValue || d->op == ccoGdaOpSignal) &&
       d->signalOp != ccoGdaSignalOpNone) {
     if (!op->signalSent) {
       res = cco_net_atomic_add(px->net, d->peer, d->signalValue, st->signalRkeys[d->peer],
@@ -217,7 +242,7 @@ static void direct_probe_silent(cco_gda_proxy* px) {
 static ccoResult_t check_descriptor(cco_gda_proxy* px, const cco_gda_state* st, const ccoGdaSlot* d) {
   const char* why = NULL;
   bool needsPeer = d->op != ccoGdaOpFence && d->op != ccoGdaOpCounter;
-  if (d->op < ccoGdaOpPut || d->op > ccoGdaOpFence) why = "unknown op";
+  if (d->op < ccoGdaOpPut || d->op > ccoGdaOpAddValue) why = "unknown op";
   else if (needsPeer && (d->peer < 0 || d->peer >= px->nRanks || !st->peers[d->peer]))
     why = "peer without an endpoint";
   else if (d->signalOp > ccoGdaSignalOpAdd || (d->signalOp && d->signal >= st->signalTotal))
@@ -225,6 +250,8 @@ static ccoResult_t check_descriptor(cco_gda_proxy* px, const cco_gda_state* st, 
   else if (d->counter > st->counterCount) why = "bad counter";
   else if (d->op == ccoGdaOpPutValue && d->bytes != 1 && d->bytes != 2 && d->bytes != 4 && d->bytes != 8)
     why = "bad put-value size";
+  else if (d->op == ccoGdaOpAddValue && (d->bytes != 8 || d->remote % 8))
+    why = "add-value not of 8 aligned bytes";
   if (!why) return ccoSuccess;
   return cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                    "rank %d: GDA descriptor op %u to rank %d (signal %u, counter %u): %s", px->rank,
@@ -321,14 +348,40 @@ static int progress_engine(cco_gda_proxy* px) {
  * moves the peers' traffic within microseconds. */
 #define GDA_ENGINE_INTERVAL_NS 2000
 
+/* Whether every ring is drained: each posted descriptor taken and complete
+ * (and, staged, every message exchanged). Under the lock. */
+static bool proxy_idle(cco_gda_proxy* px) {
+  for (cco_gda_state* st = px->states; st; st = st->next)
+    for (int i = 0; i < st->nRings; i++) {
+      cco_gda_ring* r = &st->rings[i];
+      const ccoGdaSlot* next = &r->slots[r->scanned & (r->depth - 1)];
+      if (r->head != r->read || r->scanned != r->read || __atomic_load_n(&next->seq, __ATOMIC_ACQUIRE) == r->scanned + 1)
+        return false;
+    }
+  return px->path != CCO_GDA_PATH_STAGED || cco_gda_staged_idle(px);
+}
+
+/* A stop first drains, up to drainUntil: a barrier's last signal, or the
+ * puts a kernel posted just before ccoCommDestroy, still reach their peers
+ * (which may be waiting for them). Not on a failed communicator. */
+static bool stop_now(cco_gda_proxy* px, bool failed) {
+  if (!atomic_load(&px->stop)) return false;
+  if (failed || px->failure != ccoSuccess || (px->ctx->failed && atomic_load(px->ctx->failed) != 0)) return true;
+  return cco_now_ns() >= atomic_load(&px->drainUntil) || proxy_idle(px);
+}
+
 static void* proxy_main(void* arg) {
   cco_gda_proxy* px = arg;
   uint64_t idleSince = cco_now_ns(), lastEngine = 0;
   bool engineBusy = true;
   bool failed = false;
-  while (!atomic_load(&px->stop)) {
+  for (;;) {
     int work = 0;
     pthread_mutex_lock(&px->lock);
+    if (stop_now(px, failed)) {
+      pthread_mutex_unlock(&px->lock);
+      break;
+    }
     /* Each ring's head is handed back as soon as it moves: a flush of ops
      * that needed no network (or finished last pass) is not held up by
      * the engine's progress call, a system call on socket providers. */
@@ -372,6 +425,7 @@ static void* proxy_main(void* arg) {
 
 ccoResult_t cco_gda_proxy_start(cco_gda_proxy* px) {
   atomic_init(&px->stop, false);
+  atomic_init(&px->drainUntil, 0);
   if (pthread_create(&px->thread, NULL, proxy_main, px) != 0)
     return cco_error(px->ctx->err, ccoSystemError, CCO_SUBSYS_PROXY, "cannot start the GDA proxy thread");
   px->threadStarted = true;

@@ -11,6 +11,7 @@
 #include "cco/device/cco_gda_types.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "mem/mem.h"
 #include "transport/gda/gda_internal.h"
@@ -309,9 +310,13 @@ static ccoResult_t proxy_create(cco_gda_transport* gt, const ccoDevCommRequireme
   return ccoSuccess;
 }
 
+/* How long a stop waits for what was posted to complete (gda_proxy.c). */
+#define GDA_DRAIN_NS 2000000000ull
+
 static void proxy_stop(cco_gda_transport* gt) {
   cco_gda_proxy* px = gt->proxy;
   if (!px || !px->threadStarted) return;
+  atomic_store(&px->drainUntil, cco_now_ns() + GDA_DRAIN_NS);
   atomic_store(&px->stop, true);
   pthread_join(px->thread, NULL);
   px->threadStarted = false;

@@ -36,7 +36,7 @@
 
 #define GDA_INBOX_SLOTS 256u /* messages in flight per (source, target) */
 
-enum { MSG_PUT = 1, MSG_PUT_VALUE = 2, MSG_SIGNAL = 3, MSG_GET = 4 };
+enum { MSG_PUT = 1, MSG_PUT_VALUE = 2, MSG_SIGNAL = 3, MSG_GET = 4, MSG_ADD_VALUE = 5 };
 
 typedef struct {
   uint32_t kind;
@@ -328,7 +328,8 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
       return;
     }
   }
-  bool putLike = d->op == ccoGdaOpPut || d->op == ccoGdaOpPutValue || d->op == ccoGdaOpSignal;
+  bool valueLike = d->op == ccoGdaOpPutValue || d->op == ccoGdaOpAddValue;
+  bool putLike = d->op == ccoGdaOpPut || valueLike || d->op == ccoGdaOpSignal;
   if ((d->op == ccoGdaOpPut && d->bytes == 0 && d->signalOp == ccoGdaSignalOpNone) ||
       (d->op == ccoGdaOpGet && d->bytes == 0)) {
     op->allSent = true;
@@ -340,7 +341,7 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
     uint64_t len = left < s->chunk ? left : s->chunk;
     cco_gda_chunk* c = tx_open(px, op, d->op == ccoGdaOpPut        ? CH_PUT
                                    : d->op == ccoGdaOpGet      ? CH_GET
-                                   : d->op == ccoGdaOpPutValue ? CH_PUT_VALUE
+                                   : valueLike                 ? CH_PUT_VALUE
                                                                   : CH_SIGNAL);
     if (!c) return;
     c->len = len;
@@ -365,9 +366,10 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
     m->kind = d->op == ccoGdaOpPut ? MSG_PUT
               : d->op == ccoGdaOpGet ? MSG_GET
               : d->op == ccoGdaOpPutValue ? MSG_PUT_VALUE
+              : d->op == ccoGdaOpAddValue ? MSG_ADD_VALUE
                                               : MSG_SIGNAL;
     m->addr = d->remote + op->issued;
-    m->bytes = d->op == ccoGdaOpPutValue ? d->bytes : len;
+    m->bytes = valueLike ? d->bytes : len;
     m->zoneOff = c->zoneOff;
     m->value = d->local;
     bool last = len == left;
@@ -524,7 +526,7 @@ static int take_inbox(cco_gda_proxy* px, int source) {
     c->len = m->kind == MSG_SIGNAL ? 0 : m->bytes;
     c->signals = m->signalOp != ccoGdaSignalOpNone;
     ccoResult_t res = ccoSuccess;
-    bool ok = m->kind >= MSG_PUT && m->kind <= MSG_GET && (m->kind == MSG_SIGNAL || rx_check(px, source, m, c->len));
+    bool ok = m->kind >= MSG_PUT && m->kind <= MSG_ADD_VALUE && (m->kind == MSG_SIGNAL || rx_check(px, source, m, c->len));
     if (ok && m->kind == MSG_GET) {
       c->kind = CH_RX_GET;
       c->outOff = c->len ? fifo_alloc_bytes(&s->out, c->len) : UINT64_MAX;
@@ -538,6 +540,19 @@ static int take_inbox(cco_gda_proxy* px, int source) {
         c->state = ST_SEND_REPLY;
         ready_push(s, c);
       }
+    } else if (ok && m->kind == MSG_ADD_VALUE) {
+      /* A GPU atomic on the rx stream, behind the writes before it (the
+       * open batch goes first); the message completes with the next batch,
+       * which the stream runs after the add. */
+      c->kind = CH_RX_PUT;
+      cco_platform* p = px->ctx->platform;
+      res = m->bytes == 8 && m->addr % 8 == 0
+                ? batch_issue(px, &s->rxq)
+                : cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
+                            "rank %d: GDA add from rank %d at slot offset %#llx: not 8 aligned bytes", px->rank,
+                            source, (unsigned long long)m->addr);
+      if (res == ccoSuccess) res = p->ops->add_value_async(p, s->rxq.stream, local_addr(px, m->addr), m->value);
+      if (res == ccoSuccess) res = job(px, &s->rxq, c, 0, 0, 0);
     } else if (ok && m->kind == MSG_PUT_VALUE && m->bytes == 8) {
       c->kind = CH_RX_PUT; /* an aligned 8-byte value: a stream store, no copy */
       res = job_add(px, &s->rxq, c, local_addr(px, m->addr), 0, 8, &m->value);
@@ -548,7 +563,7 @@ static int take_inbox(cco_gda_proxy* px, int source) {
                          : bounce(s, s->landOff + (uint64_t)source * s->landBytes + m->zoneOff);
       res = job(px, &s->rxq, c, m->kind == MSG_SIGNAL ? 0 : local_addr(px, m->addr), src, c->len);
     } else {
-      if (m->kind < MSG_PUT || m->kind > MSG_GET)
+      if (m->kind < MSG_PUT || m->kind > MSG_ADD_VALUE)
         cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                                      "rank %d: unknown GDA message kind %u from rank %d", px->rank, m->kind,
                                      source));
@@ -668,6 +683,17 @@ static void probe_silent(cco_gda_proxy* px) {
   for (int p = 0; p < px->nRanks; p++)
     cco_gda_probe_if_silent(px, p, s->tx[p].ackSeen != s->tx[p].msgSeq, &s->tx[p].probeAt, s->rkeys[p],
                         s->countOff + (uint64_t)px->rank * sizeof(uint64_t), &now);
+}
+
+bool cco_gda_staged_idle(cco_gda_proxy* px) {
+  cco_gda_staged* s = px->staged;
+  if (s->txq.first || s->rxq.first || s->readyFirst) return false;
+  for (int p = 0; p < px->nRanks; p++) {
+    uint64_t count = __atomic_load_n((uint64_t*)(s->mem + s->countOff) + p, __ATOMIC_ACQUIRE);
+    if (s->tx[p].ackSeen != s->tx[p].msgSeq || s->rx[p].taken != count || s->rx[p].donePrefix != s->rx[p].ackPosted)
+      return false;
+  }
+  return true;
 }
 
 int cco_gda_staged_poll(cco_gda_proxy* px) {

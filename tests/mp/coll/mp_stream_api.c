@@ -9,7 +9,10 @@
  * and separated by ccoBarrierOnStream; signals set on every peer; adds of
  * every rank into one signal; puts into every peer made visible by the
  * barrier alone; argument errors; and a barrier whose peers never come
- * (fails with CCO_COLL_TIMEOUT, run with a short one).
+ * (fails with CCO_COLL_TIMEOUT, run with a short one). On several (virtual)
+ * hosts the peers of other hosts go through GDA and the barrier is the
+ * world barrier; a call to such a peer before the collectives' state exists
+ * is refused.
  */
 #include <stdint.h>
 
@@ -88,10 +91,10 @@ static void expect(ccoResult_t got, ccoResult_t want, const char* word, const ch
 
 static void test_errors(ccoWindow_t win, size_t winBytes) {
   MP_CHECK(ccoPutOnStream(NULL, 0, win, 0, win, 0, 8, NULL) == ccoInvalidArgument, "NULL communicator");
-  expect(ccoPutOnStream(g_comm, -1, win, DATA_OFF, win, DATA_OFF, 8, NULL), ccoInvalidArgument, "not on this rank's host",
+  expect(ccoPutOnStream(g_comm, -1, win, DATA_OFF, win, DATA_OFF, 8, NULL), ccoInvalidArgument, "is not in [0,",
          "peer -1");
   expect(ccoSignalOnStream(g_comm, g_size, win, SIG(0), 1, ccoStreamSignalSet, NULL), ccoInvalidArgument,
-         "not on this rank's host", "peer nRanks");
+         "is not in [0,", "peer nRanks");
   expect(ccoPutOnStream(g_comm, 0, win, winBytes - 4, win, DATA_OFF, 8, NULL), ccoInvalidArgument, "outside the window",
          "destination past the window");
   expect(ccoPutOnStream(g_comm, 0, win, DATA_OFF, win, winBytes, 8, NULL), ccoInvalidArgument, "source",
@@ -103,6 +106,49 @@ static void test_errors(ccoWindow_t win, size_t winBytes) {
   expect(ccoSignalOnStream(g_comm, 0, (ccoWindow_t)(uintptr_t)0x10, 0, 1, ccoStreamSignalSet, NULL), ccoInvalidArgument,
          "not a window", "not a window");
   OK(ccoPutOnStream(g_comm, 0, win, DATA_OFF, win, DATA_OFF, 0, NULL)); /* zero bytes: nothing to do */
+}
+
+/* A peer on another host, before the collectives' state exists: refused
+ * with a clear error (the state is made collectively). On a communicator of
+ * its own, which then makes it: every rank adds 1 to the first rank of
+ * another host, and each rank checks the count of ranks that chose it. */
+static void test_gda_needs_state(void) {
+  ccoUniqueId ids[64];
+  if (g_rank == 0) OK(ccoGetUniqueId(&ids[0]));
+  ccoUniqueId mine = ids[0];
+  OK(ccoBootstrapAllGather(g_comm, &mine, ids, sizeof(ccoUniqueId)));
+  ccoComm* comm = NULL;
+  OK(ccoCommCreate(ids[0], g_size, g_rank, 0, &comm));
+  if (!comm) return;
+  int node = 0, nodes[64];
+  OK(ccoCommNodeIndex(comm, &node));
+  OK(ccoBootstrapAllGather(comm, &node, nodes, sizeof(int)));
+  int far[64];
+  for (int r = 0; r < g_size; r++) {
+    far[r] = -1;
+    for (int q = 0; q < g_size && far[r] < 0; q++)
+      if (nodes[q] != nodes[r]) far[r] = q;
+  }
+  ccoWindow_t win = NULL;
+  void* local = NULL;
+  MP_CHECK(ccoWindowRegisterAlloc(comm, 4096, &win, &local) == ccoSuccess, "rank %d: window: %s", g_rank,
+           ccoGetLastError(comm));
+  if (win && far[g_rank] >= 0) {
+    ccoResult_t res = ccoSignalOnStream(comm, far[g_rank], win, 0, 1, ccoStreamSignalAdd, NULL);
+    MP_CHECK(res == ccoInvalidUsage && strstr(ccoGetLastError(comm), "ccoBarrierOnStream"),
+             "rank %d: a stream call to rank %d (another host) before the state: %d '%s'", g_rank, far[g_rank], res,
+             ccoGetLastError(comm));
+    MP_CHECK(ccoBarrierOnStream(comm, NULL) == ccoSuccess, "rank %d: barrier: %s", g_rank, ccoGetLastError(comm));
+    MP_CHECK(ccoSignalOnStream(comm, far[g_rank], win, 0, 1, ccoStreamSignalAdd, NULL) == ccoSuccess,
+             "rank %d: add to rank %d after the state: %s", g_rank, far[g_rank], ccoGetLastError(comm));
+    MP_CHECK(ccoBarrierOnStream(comm, NULL) == ccoSuccess, "rank %d: barrier: %s", g_rank, ccoGetLastError(comm));
+    uint64_t want = 0;
+    for (int r = 0; r < g_size; r++) want += far[r] == g_rank;
+    uint64_t got = __atomic_load_n((uint64_t*)local, __ATOMIC_ACQUIRE);
+    MP_CHECK(got == want, "rank %d: adds from other hosts: %llu, want %llu", g_rank, (unsigned long long)got,
+             (unsigned long long)want);
+  }
+  ccoCommDestroy(comm);
 }
 
 /* The last rank never arrives: the others' barrier fails within the timeout,
@@ -154,14 +200,19 @@ int main(int argc, char** argv) {
   ccoWindow_t win = NULL;
   void* local = NULL;
   OK(ccoWindowRegisterAlloc(g_comm, winBytes, &win, &local));
+  int nNodes = 1;
+  OK(ccoCommNodeCount(g_comm, &nNodes));
   if (win) {
     double t0 = mp_now();
+    OK(ccoBarrierOnStream(g_comm, NULL)); /* makes the collectives' state, which peers of other hosts need */
     test_ring(win, local, iters);
     test_set_and_add(win, local, iters);
     test_barrier_orders_puts(win, local, iters);
     test_errors(win, winBytes);
-    if (g_rank == 0) printf("mp_stream_api: %d ranks, %d iterations, %.2f s\n", g_size, iters, mp_now() - t0);
+    if (g_rank == 0)
+      printf("mp_stream_api: %d ranks on %d hosts, %d iterations, %.2f s\n", g_size, nNodes, iters, mp_now() - t0);
   }
+  if (nNodes > 1) test_gda_needs_state();
   if (missing && g_size > 1) test_missing_rank();
   OK(ccoCommDestroy(g_comm));
   return mp_finish("mp_stream_api");
