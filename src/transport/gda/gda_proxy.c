@@ -56,7 +56,9 @@ void cco_gda_apply_signal(cco_gda_proxy* px, uint64_t stateId, uint32_t index, u
   for (cco_gda_state* st = px->states; st; st = st->next) {
     if (st->id != stateId) continue;
     if (index < st->signalTotal) {
-      __atomic_fetch_add(&st->signalsHost[index], value, __ATOMIC_RELEASE);
+      uint64_t now = __atomic_add_fetch(&st->signalsHost[index], value, __ATOMIC_RELEASE);
+      CCO_TRACE(GDA, "rank %d: signal %u of device communicator %llu += %llu: %llu", px->rank, index,
+                (unsigned long long)stateId, (unsigned long long)value, (unsigned long long)now);
       return;
     }
     break;
@@ -278,6 +280,9 @@ static int take(cco_gda_proxy* px, cco_gda_ring* r) {
     op->ring = r;
     op->ticket = r->read;
     op->active = true;
+    CCO_TRACE(GDA, "rank %d: took ticket %llu of ring %d: op %u to rank %d, %llu bytes, remote %#llx, signal %u op %u",
+              px->rank, (unsigned long long)r->read, r->context, op->d.op, op->d.peer,
+              (unsigned long long)op->d.bytes, (unsigned long long)op->d.remote, op->d.signal, op->d.signalOp);
     ccoResult_t bad = check_descriptor(px, r->st, &op->d);
     if (bad != ccoSuccess) op_fail(px, op, bad);
   }

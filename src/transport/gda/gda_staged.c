@@ -525,6 +525,9 @@ static int take_inbox(cco_gda_proxy* px, int source) {
     c->msg = r->taken;
     c->len = m->kind == MSG_SIGNAL ? 0 : m->bytes;
     c->signals = m->signalOp != ccoGdaSignalOpNone;
+    CCO_TRACE(GDA, "rank %d: message %llu from rank %d: kind %u, %llu bytes at %#llx, signal %u op %u", px->rank,
+              (unsigned long long)r->taken, source, m->kind, (unsigned long long)m->bytes,
+              (unsigned long long)m->addr, m->signal, m->signalOp);
     ccoResult_t res = ccoSuccess;
     bool ok = m->kind >= MSG_PUT && m->kind <= MSG_ADD_VALUE && (m->kind == MSG_SIGNAL || rx_check(px, source, m, c->len));
     if (ok && m->kind == MSG_GET) {
