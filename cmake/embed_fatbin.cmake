@@ -1,5 +1,12 @@
-# cmake -DIN=<fatbin> -DOUT=<file.c> -P embed_fatbin.cmake
-# Writes the fatbin as the byte array cco_coll_fatbin (src/coll/coll.h).
+# cmake -DIN=<fatbin> -DOUT=<file.c> [-DNAME=<array> -DHEADER=<header>] -P embed_fatbin.cmake
+# Writes the fatbin as the byte array NAME (default cco_coll_fatbin, declared
+# in HEADER, default src/coll/coll.h) and its size NAME_size.
+if(NOT NAME)
+  set(NAME cco_coll_fatbin)
+endif()
+if(NOT HEADER)
+  set(HEADER coll/coll.h)
+endif()
 file(READ ${IN} hex HEX)
 string(LENGTH "${hex}" digits)
 math(EXPR bytes "${digits} / 2")
@@ -8,11 +15,11 @@ string(REGEX REPLACE "((0x..,){24})" "\\1\n  " body "${body}")
 file(WRITE ${OUT} "/* Generated from ${IN} by cmake/embed_fatbin.cmake; do not edit. */
 #include <stddef.h>
 
-#include \"coll/coll.h\"
+#include \"${HEADER}\"
 
 /* cuModuleLoadData reads the image in place: keep it aligned. */
-__attribute__((aligned(64))) const unsigned char cco_coll_fatbin[${bytes}] = {
+__attribute__((aligned(64))) const unsigned char ${NAME}[${bytes}] = {
   ${body}
 };
-const size_t cco_coll_fatbin_size = ${bytes};
+const size_t ${NAME}_size = ${bytes};
 ")

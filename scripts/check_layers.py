@@ -2,7 +2,7 @@
 """The layering check: every file of src/ includes only headers of its own
 layer or of the layers below it (CONTRIBUTING.md, docs/architecture.md).
 
-    base -> boot -> platform -> mem -> transport -> coll -> comm
+    base -> boot -> platform -> mem -> transport -> coll -> comm -> ops
 
 Inside transport/, each transport folder may include its own headers, the
 transport interface (transport/transport.h) and the network engine
@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "boot", "platform", "mem", "transport", "coll", "comm"]
+LAYERS = ["base", "boot", "platform", "mem", "transport", "coll", "comm", "ops"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -133,6 +133,20 @@ LATE_PROTOTYPES = {
     # comm, stream
     "ccoBarrierOnStream": (_res, [_p, _p]),
     "ccoQuietOnStream": (_res, [_p, _p]),
+    # The MoE op (cco_moe.h; Python: cco.ops). comm, const ccoMoeConfig*, ccoMoeOp**
+    "ccoMoeCreate": (_res, [_p, _p, _pp]),
+    "ccoMoeDestroy": (_res, [_p]),
+    # config, nRanks, bytes
+    "ccoMoeArenaBytes": (_res, [_p, _int, _psize]),
+    # op, ccoMoeRegion_t, ptr, bytes
+    "ccoMoeRegion": (_res, [_p, _int, _pp, _psize]),
+    # op, tokens, weights, scales, indices, numTokens, stream
+    "ccoMoeDispatch": (_res, [_p, _p, _p, _p, _p, _int, _p]),
+    # op, expertOut, weights, out, outWeights, stream
+    "ccoMoeCombine": (_res, [_p, _p, _p, _p, _p, _p]),
+    "ccoMoeCheck": (_res, [_p]),
+    # op, ccoMoeStats*
+    "ccoMoeGetStats": (_res, [_p, _p]),
 }
 
 # ---------------------------------------------------------------- loading

@@ -15,7 +15,7 @@
     "log level: NONE, WARN, INFO or TRACE")                                                 \
   X(CCO_DEBUG_SUBSYS, NULL, STR, "", INIT, NULL,                                            \
     "comma list of subsystems to log (INIT,BOOT,MEM,LSA,SDMA,GDA,PROXY,NET,ENV,AFFINITY,"  \
-    "COLL); a leading ^ logs all but those; empty logs all")                                \
+    "COLL,OPS); a leading ^ logs all but those; empty logs all")                            \
   X(CCO_DEBUG_FILE, NULL, STR, "", INIT, NULL,                                              \
     "write logs to this file instead of stderr; %h is replaced by the host name, %p by "    \
     "the pid")                                                                              \

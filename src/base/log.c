@@ -19,7 +19,7 @@ static const struct {
     {"INIT", CCO_SUBSYS_INIT}, {"BOOT", CCO_SUBSYS_BOOT},   {"MEM", CCO_SUBSYS_MEM},
     {"LSA", CCO_SUBSYS_LSA},   {"SDMA", CCO_SUBSYS_SDMA},   {"GDA", CCO_SUBSYS_GDA},
     {"PROXY", CCO_SUBSYS_PROXY}, {"NET", CCO_SUBSYS_NET},   {"ENV", CCO_SUBSYS_ENV},
-    {"AFFINITY", CCO_SUBSYS_AFFINITY}, {"COLL", CCO_SUBSYS_COLL},
+    {"AFFINITY", CCO_SUBSYS_AFFINITY}, {"COLL", CCO_SUBSYS_COLL}, {"OPS", CCO_SUBSYS_OPS},
 };
 #define CCO_NUM_SUBSYS (sizeof(g_subsys_names) / sizeof(g_subsys_names[0]))
 static const unsigned g_all_subsys = (1u << CCO_NUM_SUBSYS) - 1;

@@ -18,6 +18,7 @@ typedef enum {
   CCO_SUBSYS_ENV = 1u << 8,
   CCO_SUBSYS_AFFINITY = 1u << 9,
   CCO_SUBSYS_COLL = 1u << 10,
+  CCO_SUBSYS_OPS = 1u << 11, /* the fused operators of src/ops (MoE) */
 } cco_log_subsys;
 
 bool cco_log_enabled(cco_log_level level, cco_log_subsys subsys);

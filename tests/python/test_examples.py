@@ -17,6 +17,7 @@ EXAMPLES = REPO / "examples" / "python"
     ("01_barrier.py", []),
     ("02_lsa_put.py", ["--bytes", "4096", "--iters", "3"]),
     ("03_lsa_allreduce.py", ["--count", "10000", "--iters", "3"]),
+    ("04_moe_pipeline.py", ["--tokens", "16", "--hidden", "128", "--iters", "2"]),
 ])
 def test_example_under_ccorun(example, args, n):
     proc = run_ranks(n, [str(EXAMPLES / example)] + args)

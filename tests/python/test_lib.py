@@ -53,7 +53,7 @@ def test_library_strings_match_table():
 def _declarations():
     """{name: parameter count} of every function the public headers declare."""
     found = {}
-    for header in ("cco.h", "cco_torch.h"):
+    for header in ("cco.h", "cco_torch.h", "cco_moe.h"):
         text = (HEADERS / header).read_text()
         text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         text = text.split("#ifdef __cplusplus\n} /* extern")[0]  # not the C++ overloads

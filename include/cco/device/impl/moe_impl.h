@@ -1,0 +1,333 @@
+/*
+ * Private: the device side of the MoE dispatch and combine op (cco/cco_moe.h,
+ * docs/moe.md). Names start with cco_impl_ and may change in any release.
+ *
+ * One C implementation for both platforms: the op's CUDA kernels
+ * (src/ops/kernels/moe_kernels.cu, nvcc) call these functions with a block
+ * per part, and the host platform calls them from one CPU thread per part
+ * (a block of one thread whose warp is that thread).
+ *
+ * The arena. Every rank owns one window (the arena) laid out alike on every
+ * rank (offsets in ccoMoeDevArgs), so a peer's region is the same offset
+ * through ccoGetLsaPeerPtr. Received tokens land in slots: rows of the
+ * dispatch output (tokens, scales, weights, expert ids, source) at the same
+ * slot, taken by the senders with atomics on the receiver's slot counter.
+ *
+ * Ordering without resets. Each dispatch has an epoch e (1, 2, ...; kept in
+ * the arena's state), each combine one too (derived from its arrival
+ * counter). Signals carry the epoch, so nothing is ever cleared:
+ *
+ * - dispatch e: senders add to slot counter e & 1 of the receiver; when
+ *   every part of a rank has sent (arrival counter), its last part zeroes
+ *   its own counter (e + 1) & 1, then stores e into dispDone[me] of every
+ *   peer (release), waits for dispDone[s] >= e from every s (acquire), and
+ *   publishes min(counter, maxRecv) as the received count. A peer adds to
+ *   counter (e + 1) & 1 only in dispatch e + 1, after it saw this rank's
+ *   dispDone e, which the zeroing precedes.
+ * - combine e: each part copies its share of the expert output into the
+ *   combine-input region when the caller's buffer is not already that
+ *   region; the last part to arrive stores e into combReady[me] of every
+ *   peer; every part waits for combReady[s] >= e from every s, then sums,
+ *   for each of this rank's tokens, the rows the owning ranks hold for it,
+ *   in rank order (the same bits whatever the timing).
+ * - a rank overwrites what peers read (its combine input, in its next
+ *   expert step) only after its next dispatch completed, which needs every
+ *   peer's dispDone of that dispatch, which each peer stores after its own
+ *   combine finished reading; dispatch outputs likewise.
+ *
+ * Co-residency: the parts of a combine wait for each other (through the
+ * last part's signal), so all parts of a launch must run at once, as for
+ * the collectives.
+ */
+#ifndef CCO_DEVICE_IMPL_MOE_IMPL_H_
+#define CCO_DEVICE_IMPL_MOE_IMPL_H_
+
+#include <stdint.h>
+
+#include "cco/cco_coll.h"
+#include "cco/cco_device.h"
+
+/* Failures the parts report (ccoMoeDevStatus.what). */
+#define CCO_IMPL_MOE_BAD_EXPERT 1u /* an expert id out of range (a = token, b = id) */
+#define CCO_IMPL_MOE_OVERFLOW 2u   /* more tokens than slots (a = tokens sent here, b = slots) */
+#define CCO_IMPL_MOE_WAIT 3u       /* a wait ended without its signal (status says why) */
+
+/* The first failure of an op: written once (status by compare-and-swap
+ * from 0, then the rest, then ready). Mapped host memory on the GPU. */
+typedef struct {
+  uint32_t status; /* ccoDevStatus_t */
+  uint32_t what;   /* CCO_IMPL_MOE_* */
+  uint32_t a, b;
+  uint32_t ready;
+  uint32_t pad[3];
+} ccoMoeDevStatus;
+
+/* The arena's state region, per rank (zeroed when the op is made). */
+typedef struct {
+  uint64_t slotCounter[2]; /* tokens sent here, by dispatch parity */
+  uint64_t dispArrive;     /* parts of this rank that finished sending */
+  uint64_t combArrive;     /* parts of this rank that finished copying */
+  uint64_t dispEpoch;      /* the last dispatch that completed here */
+  uint64_t pad[3];
+  /* followed by uint64_t dispDone[nRanks], combReady[nRanks] */
+} ccoMoeDevState;
+
+/* One call's arguments, by value into the kernels. Offsets are bytes in
+ * the arena window; addresses are this rank's (inputs and outputs). */
+typedef struct {
+  ccoWindow_t win;
+  uint64_t offState, offRecvX, offRecvS, offRecvW, offRecvI, offRecvSrc, offRecvCount;
+  uint64_t offCombIn, offCombW, offRouting, offRoutingIdx, offRoutingW;
+  uint64_t tokens, weights, scales, indices;   /* dispatch inputs (scales may be 0) */
+  uint64_t expertOut;                          /* combine: 0 when it is the combine-input region */
+  uint64_t combWeights;                        /* combine: 0 when the gathered weights are the dispatched ones */
+  uint64_t out, outWeights;                    /* combine outputs (outWeights may be 0) */
+  uint64_t status;                             /* ccoMoeDevStatus* */
+  uint64_t timeoutNs;                          /* per wait, 0: none */
+  uint32_t numTokens, hidden, tokenBytes, scaleCount;
+  uint32_t topk, expertsPerRank, nRanks, maxRecv;
+  uint32_t me;             /* this rank (world); LSA ranks are world ranks on one host */
+  uint32_t useCombWeights; /* combine: gathered weights from the combine-weights region, else the dispatched */
+} ccoMoeDevArgs;
+
+CCO_DEVICE_INLINE void cco_impl_moe_report(const ccoMoeDevArgs* a, ccoDevStatus_t st, uint32_t what, uint32_t x,
+                                           uint32_t y) {
+  ccoMoeDevStatus* s = (ccoMoeDevStatus*)(uintptr_t)a->status;
+#if CCO_ARCH_GPU && defined(__CUDACC__)
+  if (atomicCAS(&s->status, 0u, (uint32_t)st) != 0u) return;
+#else
+  uint32_t zero = 0;
+  if (!__atomic_compare_exchange_n(&s->status, &zero, (uint32_t)st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+#endif
+  s->what = what;
+  s->a = x;
+  s->b = y;
+  cco_impl_st_release_u32(&s->ready, 1u);
+}
+
+CCO_DEVICE_INLINE ccoMoeDevState* cco_impl_moe_state(const ccoMoeDevArgs* a, int lsa) {
+  return (ccoMoeDevState*)ccoGetLsaPeerPtr(a->win, lsa, a->offState);
+}
+CCO_DEVICE_INLINE uint64_t* cco_impl_moe_disp_done(const ccoMoeDevArgs* a, int lsa) {
+  return (uint64_t*)(cco_impl_moe_state(a, lsa) + 1);
+}
+CCO_DEVICE_INLINE uint64_t* cco_impl_moe_comb_ready(const ccoMoeDevArgs* a, int lsa) {
+  return cco_impl_moe_disp_done(a, lsa) + a->nRanks;
+}
+CCO_DEVICE_INLINE uint64_t cco_impl_moe_peer(const ccoMoeDevArgs* a, int lsa, uint64_t off) {
+  return (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, lsa, off);
+}
+
+/* Copies `bytes` (a multiple of 16, both ends 16-byte aligned) with the
+ * lanes of a warp. */
+CCO_DEVICE_INLINE void cco_impl_moe_copy(uint64_t dst, uint64_t src, uint64_t bytes, uint32_t lane, uint32_t lanes) {
+  for (uint64_t o = (uint64_t)lane * 16u; o < bytes; o += (uint64_t)lanes * 16u)
+    cco_impl_st_v16(dst + o, cco_impl_ld_v16(src + o), 16u);
+}
+
+/* 4-byte words, for the small per-token arrays. */
+CCO_DEVICE_INLINE void cco_impl_moe_copy_words(uint64_t dst, uint64_t src, uint32_t words, uint32_t lane,
+                                               uint32_t lanes) {
+  for (uint32_t i = lane; i < words; i += lanes)
+    ((uint32_t*)(uintptr_t)dst)[i] = ((const uint32_t*)(uintptr_t)src)[i];
+}
+
+/* Every peer's signal slot `mine` of array `which` (0: dispDone, 1:
+ * combReady) gets `epoch`; then this rank's slots of every peer reach it. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_exchange(const ccoDevComm* dc, const ccoMoeDevArgs* a, int which,
+                                                       uint64_t epoch, int signal) {
+  if (signal) {
+    for (uint32_t d = 0; d < a->nRanks; d++) {
+      uint64_t* arr = which ? cco_impl_moe_comb_ready(a, (int)d) : cco_impl_moe_disp_done(a, (int)d);
+      ccoLsaSignalStore(dc, &arr[a->me], epoch);
+    }
+  }
+  const uint64_t* mine = which ? cco_impl_moe_comb_ready(a, (int)a->me) : cco_impl_moe_disp_done(a, (int)a->me);
+  for (uint32_t s = 0; s < a->nRanks; s++) {
+    ccoDevStatus_t st = ccoSignalWaitUntil(dc, &mine[s], epoch, a->timeoutNs);
+    if (st != ccoDevSuccess) return st;
+  }
+  return ccoDevSuccess;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+/* Lane 0 of a warp: the slot of token t at every rank (-1: not sent
+ * there), into the routing row, and the token's expert ids and weights
+ * into the routing's rows (combine reads them all). */
+CCO_DEVICE_INLINE void cco_impl_moe_take_slots(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t t,
+                                               uint64_t parity) {
+  int32_t* route = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting) + (uint64_t)t * a->nRanks;
+  int32_t* ids = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + (uint64_t)t * a->topk;
+  const int32_t* idx = (const int32_t*)(uintptr_t)a->indices + (uint64_t)t * a->topk;
+  float* wts = (float*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingW) + (uint64_t)t * a->topk;
+  const float* w = (const float*)(uintptr_t)a->weights + (uint64_t)t * a->topk;
+  for (uint32_t j = 0; j < a->topk; j++) wts[j] = w[j];
+  for (uint32_t d = 0; d < a->nRanks; d++) route[d] = -1;
+  uint32_t nExperts = a->expertsPerRank * a->nRanks;
+  for (uint32_t j = 0; j < a->topk; j++) {
+    int32_t e = idx[j];
+    ids[j] = e;
+    if (e < 0) continue; /* a dropped choice */
+    if ((uint32_t)e >= nExperts) {
+      cco_impl_moe_report(a, ccoDevInvalid, CCO_IMPL_MOE_BAD_EXPERT, t, (uint32_t)e);
+      ids[j] = -1;
+      continue;
+    }
+    uint32_t d = (uint32_t)e / a->expertsPerRank;
+    if (route[d] != -1) continue; /* this rank gets the token once */
+    uint64_t* counter = &cco_impl_moe_state(a, (int)d)->slotCounter[parity];
+    uint64_t slot = ccoLsaSignalAdd(dc, counter, 1u);
+    route[d] = slot < a->maxRecv ? (int32_t)slot : -2; /* -2: no room; the receiver reports it */
+  }
+}
+
+/* Writes token t into slot `slot` of rank d: the row, its scales,
+ * weights, expert ids and source. */
+CCO_DEVICE_INLINE void cco_impl_moe_send(const ccoMoeDevArgs* a, uint32_t t, uint32_t d, uint32_t slot, uint32_t lane,
+                                         uint32_t lanes) {
+  uint64_t tb = a->tokenBytes, k = a->topk, sc = a->scaleCount;
+  cco_impl_moe_copy(cco_impl_moe_peer(a, (int)d, a->offRecvX + slot * tb), a->tokens + t * tb, tb, lane, lanes);
+  if (sc)
+    cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)d, a->offRecvS + slot * sc * 4u), a->scales + t * sc * 4u,
+                            (uint32_t)sc, lane, lanes);
+  cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)d, a->offRecvW + slot * k * 4u), a->weights + t * k * 4u,
+                          (uint32_t)k, lane, lanes);
+  uint64_t ids = (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + t * k * 4u;
+  cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)d, a->offRecvI + slot * k * 4u), ids, (uint32_t)k, lane, lanes);
+  if (lane == 0) {
+    int32_t* src = (int32_t*)(uintptr_t)cco_impl_moe_peer(a, (int)d, a->offRecvSrc + (uint64_t)slot * 8u);
+    src[0] = (int32_t)a->me;
+    src[1] = (int32_t)t;
+  }
+}
+
+/* Part `part` of nParts of a dispatch: its warps send tokens part * warps +
+ * w, striding by every warp of the launch; the last part to finish does
+ * the exchange. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc, const ccoMoeDevArgs* a,
+                                                            uint32_t part, uint32_t nParts) {
+  uint32_t lanes = ccoCoopSize(ccoCoopWarp), lane = ccoCoopRank(ccoCoopWarp);
+  uint32_t warps = ccoCoopSize(ccoCoopBlock) / lanes, warp = ccoCoopRank(ccoCoopBlock) / lanes;
+  ccoMoeDevState* me = cco_impl_moe_state(a, (int)a->me);
+  uint64_t epoch = cco_impl_ld_acquire_u64(&me->dispEpoch) + 1u;
+  uint64_t parity = epoch & 1u;
+  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting);
+  for (uint32_t t = part * warps + warp; t < a->numTokens; t += nParts * warps) {
+    if (lane == 0) cco_impl_moe_take_slots(dc, a, t, parity);
+    ccoCoopSync(ccoCoopWarp); /* the lanes read the slots lane 0 took */
+    for (uint32_t d = 0; d < a->nRanks; d++) {
+      int32_t slot = route[(uint64_t)t * a->nRanks + d];
+      if (slot >= 0) cco_impl_moe_send(a, t, d, (uint32_t)slot, lane, lanes);
+    }
+  }
+  /* Arrive: the block's stores are ordered before the count (the barrier
+   * orders the block, the fence makes it system wide). */
+  ccoCoopSync(ccoCoopBlock);
+  ccoDevStatus_t st = ccoDevSuccess;
+  if (ccoCoopRank(ccoCoopBlock) == 0) {
+    cco_impl_fence_acq_rel_sys();
+    uint64_t old = cco_impl_atomic_add_release_u64(&me->dispArrive, 1u);
+    if (old % nParts == nParts - 1u) {
+      cco_impl_fence_acq_rel_sys(); /* every part's stores before the signals */
+      me->slotCounter[parity ^ 1u] = 0;
+      st = cco_impl_moe_exchange(dc, a, 0, epoch, 1);
+      if (st == ccoDevSuccess) {
+        uint64_t got = cco_impl_ld_acquire_u64(&me->slotCounter[parity]);
+        int32_t* count = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRecvCount);
+        *count = (int32_t)(got < a->maxRecv ? got : a->maxRecv);
+        if (got > a->maxRecv)
+          cco_impl_moe_report(a, ccoDevInvalid, CCO_IMPL_MOE_OVERFLOW, (uint32_t)(got > 0xffffffffu ? 0xffffffffu : got),
+                              a->maxRecv);
+      } else {
+        cco_impl_moe_report(a, st, CCO_IMPL_MOE_WAIT, 0, 0);
+      }
+      cco_impl_st_release_u64(&me->dispEpoch, epoch);
+    }
+  }
+  ccoCoopSync(ccoCoopBlock);
+  return st;
+}
+
+/* ------------------------------------------------------------ combine */
+
+/* Token t's row: the sum, in rank order and fp32, of the rows the ranks it
+ * went to hold for it, rounded once to bf16; and its weights, each from the
+ * rank that owns that choice's expert. */
+CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoMoeDevArgs* a, uint32_t t, uint32_t lane, uint32_t lanes) {
+  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting) + (uint64_t)t * a->nRanks;
+  uint64_t rowBytes = (uint64_t)a->hidden * 2u;
+  uint64_t dst = a->out + (uint64_t)t * rowBytes;
+  for (uint64_t o = (uint64_t)lane * 16u; o < rowBytes; o += (uint64_t)lanes * 16u) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (uint32_t d = 0; d < a->nRanks; d++) {
+      int32_t slot = route[d];
+      if (slot < 0) continue;
+      cco_impl_v16 v = cco_impl_ld_v16(cco_impl_moe_peer(a, (int)d, a->offCombIn + (uint64_t)slot * rowBytes + o));
+      CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) {
+        uint32_t w = cco_impl_v16_word(v, m);
+        acc[2 * m] += ccoBfloat16ToFloat((uint16_t)w);
+        acc[2 * m + 1] += ccoBfloat16ToFloat((uint16_t)(w >> 16));
+      }
+    }
+    uint32_t w[4];
+    CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) w[m] =
+        (uint32_t)ccoFloatToBfloat16(acc[2 * m]) | ((uint32_t)ccoFloatToBfloat16(acc[2 * m + 1]) << 16);
+    cco_impl_st_v16(dst + o, cco_impl_v16_make(w), 16u);
+  }
+  if (!a->outWeights) return;
+  /* The dispatched weights are this rank's own copy: the owner's copy
+   * sits in its dispatch output, which a fast peer's next dispatch may
+   * already be overwriting while this combine runs. Weights passed to
+   * combine sit in the owner's combine-weights region, which changes only
+   * after the next dispatch completed everywhere. */
+  const int32_t* ids = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + (uint64_t)t * a->topk;
+  const float* mine = (const float*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingW) + (uint64_t)t * a->topk;
+  float* ow = (float*)(uintptr_t)a->outWeights + (uint64_t)t * a->topk;
+  for (uint32_t j = lane; j < a->topk; j += lanes) {
+    int32_t e = ids[j];
+    int32_t slot = e >= 0 ? route[(uint32_t)e / a->expertsPerRank] : -1;
+    if (slot < 0)
+      ow[j] = 0.0f;
+    else if (!a->useCombWeights)
+      ow[j] = mine[j];
+    else
+      ow[j] = ((const float*)(uintptr_t)cco_impl_moe_peer(a, (int)((uint32_t)e / a->expertsPerRank),
+                                                          a->offCombW + (uint64_t)slot * a->topk * 4u))[j];
+  }
+}
+
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_combine_part(const ccoDevComm* dc, const ccoMoeDevArgs* a,
+                                                           uint32_t part, uint32_t nParts) {
+  uint32_t lanes = ccoCoopSize(ccoCoopWarp), lane = ccoCoopRank(ccoCoopWarp);
+  uint32_t warps = ccoCoopSize(ccoCoopBlock) / lanes, warp = ccoCoopRank(ccoCoopBlock) / lanes;
+  ccoMoeDevState* me = cco_impl_moe_state(a, (int)a->me);
+  /* The fallback: the caller's rows (and weights) into the arena. */
+  if (a->expertOut || a->combWeights) {
+    uint32_t rows = (uint32_t)*(const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRecvCount);
+    uint64_t rowBytes = (uint64_t)a->hidden * 2u, k = a->topk;
+    for (uint32_t r = part * warps + warp; r < rows; r += nParts * warps) {
+      if (a->expertOut)
+        cco_impl_moe_copy(cco_impl_moe_peer(a, (int)a->me, a->offCombIn + r * rowBytes), a->expertOut + r * rowBytes,
+                          rowBytes, lane, lanes);
+      if (a->combWeights)
+        cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)a->me, a->offCombW + r * k * 4u), a->combWeights + r * k * 4u,
+                                (uint32_t)k, lane, lanes);
+    }
+  }
+  ccoCoopSync(ccoCoopBlock);
+  ccoDevStatus_t st = ccoDevSuccess;
+  if (ccoCoopRank(ccoCoopBlock) == 0) {
+    cco_impl_fence_acq_rel_sys();
+    uint64_t old = cco_impl_atomic_add_release_u64(&me->combArrive, 1u);
+    uint64_t epoch = old / nParts + 1u;
+    if (old % nParts == nParts - 1u) cco_impl_fence_acq_rel_sys();
+    st = cco_impl_moe_exchange(dc, a, 1, epoch, old % nParts == nParts - 1u);
+    if (st != ccoDevSuccess) cco_impl_moe_report(a, st, CCO_IMPL_MOE_WAIT, 1, 0);
+  }
+  if (cco_impl_block_any(st != ccoDevSuccess)) return st == ccoDevSuccess ? ccoDevAborted : st;
+  for (uint32_t t = part * warps + warp; t < a->numTokens; t += nParts * warps) cco_impl_moe_gather(a, t, lane, lanes);
+  return ccoDevSuccess;
+}
+
+#endif /* CCO_DEVICE_IMPL_MOE_IMPL_H_ */
