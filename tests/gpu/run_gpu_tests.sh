@@ -80,6 +80,11 @@ for algo in oneshot ll twoshot; do
   run "all_reduce with CCO_ALGO=$algo, eager and in CUDA graphs, 4 ranks under MPS" \
     "$bin/ccorun" -t 600 -n 4 -p -x CCO_ALGO="$algo" "${coll[@]}" --only all_reduce --algo "$algo" --max-bytes "$max"
 done
+for n in 2 4 8; do
+  run "MoE dispatch and combine (bf16 and fp8, both modes, the copy fallback counted, CUDA graphs replayed), \
+$n ranks under MPS" "$bin/ccorun" -t 600 -n "$n" -p -x CCO_LIBRARY="$bin/../lib/libcco.so" \
+    -x PYTHONPATH="$here/../../python" python3 "$here/test_moe_gpu.py"
+done
 store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
 run "collectives on a tensor of torch backend CCO (window_of), eager and in a CUDA graph, 2 ranks under MPS" \
   "$bin/ccorun" -t 600 -n 2 -p -x CCO_TORCH_STORE="$store" "${coll[@]}" --part backend

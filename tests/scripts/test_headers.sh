@@ -34,6 +34,7 @@ for h in "$inc"/cco/*.h "$inc"/cco/device/*.h "$inc"/cco/device/impl/*.h; do hea
 declare -A host_only=(
   [cco/cco_torch.h]="host API (the torch allocator hooks): ssize_t needs POSIX <sys/types.h>"
   [cco/cco.h]="host API: NVRTC refuses host function declarations in JIT mode"
+  [cco/cco_moe.h]="host API (the MoE op): NVRTC refuses host function declarations in JIT mode"
 )
 
 check_layout() {
@@ -176,7 +177,7 @@ nvrtc_ready() {
 }
 if [ -n "$nvcc" ] && have gcc && nvrtc_ready; then
   check "nvrtc --gpu-architecture=sm_90 with python/cco/nvrtc: each device header alone" \
-    alone "$inc" cu "cco/cco.h cco/cco_torch.h" "${headers[@]}" -- "$tmp/nvrtc_check" --gpu-architecture=sm_90 \
+    alone "$inc" cu "cco/cco.h cco/cco_torch.h cco/cco_moe.h" "${headers[@]}" -- "$tmp/nvrtc_check" --gpu-architecture=sm_90 \
     -I"$src/python/cco/nvrtc"
 else
   skip "nvrtc: no CUDA toolkit with nvrtc.h and libnvrtc here"

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""MoE dispatch and combine (cco.ops.EpDispatchCombineOp) against torch's own MoE token exchange on
+its "NVSHMEM" symmetric-memory backend (torch.ops.symm_mem.all_to_all_vdev_2d for dispatch,
+all_to_all_vdev_2d_offset for combine), same tokens and routing, one JSON line per measurement:
+
+    python3 bench/bench_moe.py --bin build/bin [--ranks 2[,4,8]] [--tokens 4096,128] [--jobs cco,torch]
+        [--timeout SEC] [--dry-run]
+
+The DeepSeek-V3 shape: hidden 7168, top-8 of 256 experts spread over the ranks, each token's 8
+experts distinct, chosen at random (seeded per rank); 4,096 tokens per rank in throughput mode, 128
+in low-latency mode. cco runs fp8 dispatch (e4m3, 1x128 scales) and bf16 combine, and bf16 dispatch
+too, since torch's exchange moves bf16 (compare bf16 against bf16). torch's exchange sends one row
+per (token, expert) sorted by expert, cco one row per (token, rank) deduplicated: the comparison is
+of time, the bytes are each one's own.
+
+Timing, every rank at once (each job starts after a barrier), the slowest rank's figure: dispatch
+and combine apart with CUDA events around eager calls (median of 20 after 5 warm-up rounds); cco's
+pair also replayed in a CUDA graph (per pair). The floor: the bytes this rank's dispatch writes to
+its peers at the device-to-device cudaMemcpy speed measured in the same job with every rank copying
+at once (the ranks share one GPU); goal >= 0.8 of it in throughput mode. SMs used: cco's blocks per
+call (goal <= 24). After each rank count, ratio lines: cco bf16 (dispatch + combine) / torch's.
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from perf_common import COMMON_KEYS, json_line  # noqa: E402
+
+HIDDEN, TOPK, EXPERTS, SCALE_BLOCK = 7168, 8, 256, 128
+ROUNDS, WARMUP = 20, 5
+NVSHMEM_ENV = {"NVSHMEM_DISABLE_NCCL": "1", "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "1",
+               "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME": "lo", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def routing(torch, rank: int, tokens: int):
+    g = torch.Generator().manual_seed(1 + rank)
+    ids = torch.rand((tokens, EXPERTS), generator=g).argsort(dim=1)[:, :TOPK].to(torch.int32)
+    x = torch.randn((tokens, HIDDEN), generator=g)
+    w = torch.rand((tokens, TOPK), generator=g)
+    return x, w, ids
+
+
+def timed_pairs(torch, first, second, barrier):
+    """Median GPU times (us) of `first` and `second` called in turn, CUDA events around each."""
+    for _ in range(WARMUP):
+        first()
+        second()
+    torch.cuda.synchronize()
+    a, b = [], []
+    for _ in range(ROUNDS):
+        barrier()
+        e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+        e[0].record()
+        first()
+        e[1].record()
+        second()
+        e[2].record()
+        e[2].synchronize()
+        a.append(e[0].elapsed_time(e[1]) * 1e3)
+        b.append(e[1].elapsed_time(e[2]) * 1e3)
+    return statistics.median(a), statistics.median(b)
+
+
+def memcpy_gbps(torch, barrier) -> float:
+    src = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    barrier()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        dst.copy_(src)
+    stop.record()
+    stop.synchronize()
+    return 10 * src.numel() / (start.elapsed_time(stop) * 1e-3) / 1e9
+
+
+def rank_cco(tokens_list: List[int]) -> None:
+    import torch
+
+    sys.path.insert(0, str(REPO / "python"))
+    from cco.launch import finalize, init_communicator
+    from cco.ops import EpDispatchCombineConfig, EpDispatchCombineOp
+
+    with init_communicator(per_rank_vmm=8 << 30) as comm:
+        torch.cuda.set_device(comm.cuda_device)
+        rank, world = comm.rank, comm.size
+        bw = memcpy_gbps(torch, comm.barrier)
+
+        def slowest(v: float) -> float:
+            return max(float(b.decode()) for b in comm.allgather(f"{v:.6f}".encode().ljust(32)))
+
+        bw_all = min(float(b.decode()) for b in comm.allgather(f"{bw:.6f}".encode().ljust(32)))
+        for tokens in tokens_list:
+            mode = "low_latency" if tokens <= 128 else "throughput"
+            x, w, ids = routing(torch, rank, tokens)
+            owners = (ids // (EXPERTS // world)).tolist()
+            dests = sum(len(set(r)) for r in owners)
+            for dtype in ("fp8", "bf16"):
+                cfg = EpDispatchCombineConfig(hidden_dim=HIDDEN, max_num_inp_token_per_rank=tokens,
+                                              num_experts_per_rank=EXPERTS // world, num_experts_per_token=TOPK,
+                                              data_type=dtype, mode=mode)
+                op = EpDispatchCombineOp(cfg, comm)
+                tok = (x.to(torch.float8_e4m3fn) if dtype == "fp8" else x.to(torch.bfloat16)).cuda()
+                scales = torch.ones((tokens, HIDDEN // SCALE_BLOCK), device="cuda") if dtype == "fp8" else None
+                wd, idd = w.cuda(), ids.cuda()
+                view = op.combine_in_view()
+                out = torch.empty((tokens, HIDDEN), dtype=torch.bfloat16, device="cuda")
+                out_w = torch.empty((tokens, TOPK), device="cuda")
+
+                def dispatch():
+                    op.dispatch(tok, wd, scales, idd)
+
+                def combine():
+                    op.combine(view, wd, out=out, out_weights=out_w)
+
+                d_us, c_us = timed_pairs(torch, dispatch, combine, comm.barrier)
+                d_us, c_us = slowest(d_us), slowest(c_us)
+                row = HIDDEN * (1 if dtype == "fp8" else 2) + (HIDDEN // SCALE_BLOCK * 4 if dtype == "fp8" else 0)
+                sent = dests * (row + TOPK * 8 + 8)
+                back = dests * HIDDEN * 2
+                parts = op.stats()["parts"]
+                floor_d, floor_c = sent / (bw_all * 1e3), back / (bw_all * 1e3)
+                # The pair in a graph: per pair.
+                graph = torch.cuda.CUDAGraph()
+                torch.cuda.synchronize()
+                comm.barrier()
+                reps = 5 if tokens > 128 else 20
+                with torch.cuda.graph(graph):
+                    for _ in range(reps):
+                        dispatch()
+                        combine()
+                times = []
+                for _ in range(5):
+                    comm.barrier()
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    graph.replay()
+                    e.record()
+                    e.synchronize()
+                    times.append(s.elapsed_time(e) * 1e3 / reps)
+                op.check()
+                pair_us = slowest(statistics.median(times))
+                del graph
+                if rank == 0:
+                    extra = dict(tokens=tokens, dtype=dtype, mode=mode, parts=parts, memcpy_gbps=round(bw_all, 1))
+                    print(json_line("moe", "dispatch", sent, world, ROUNDS, "us", d_us, None,
+                                    floor_us=round(floor_d, 2), of_floor=round(floor_d / d_us, 3), **extra))
+                    print(json_line("moe", "combine", back, world, ROUNDS, "us", c_us, None,
+                                    floor_us=round(floor_c, 2), of_floor=round(floor_c / c_us, 3), **extra))
+                    print(json_line("moe", "dispatch_combine_graph", sent + back, world, 5 * reps, "us", pair_us,
+                                    None, **extra), flush=True)
+                op.release()
+                comm.barrier()
+    finalize()
+
+
+def rank_torch(tokens_list: List[int]) -> None:
+    import torch
+    import torch.distributed as dist
+    import torch.distributed._symmetric_memory as symm_mem
+
+    rank, world = int(os.environ["CCO_RANK"]), int(os.environ["CCO_NRANKS"])
+    torch.cuda.set_device(int(os.environ.get("CCO_LOCAL_RANK", "0")) % torch.cuda.device_count())
+    dist.init_process_group("gloo", init_method=f"file://{os.environ['CCO_TORCH_STORE']}", rank=rank,
+                            world_size=world)
+    symm_mem.set_backend("NVSHMEM")
+    group = dist.group.WORLD.group_name
+    dev = torch.device("cuda", torch.cuda.current_device())
+
+    def slowest(v: float) -> float:
+        values: List[float] = [0.0] * world
+        dist.all_gather_object(values, v)
+        return max(values)
+
+    def symm(shape, dtype):
+        t = symm_mem.empty(shape, dtype=dtype, device=dev)
+        symm_mem.rendezvous(t, group)
+        return t
+
+    for tokens in tokens_list:
+        x, w, ids = routing(torch, rank, tokens)
+        flat = ids.flatten().long()
+        order = torch.argsort(flat, stable=True)  # rows by expert: what all_to_all_vdev_2d takes
+        rows = tokens * TOPK
+        inp = symm((rows, HIDDEN), torch.bfloat16)
+        inp.copy_(x.to(torch.bfloat16)[order // TOPK].to(dev))
+        splits = symm((EXPERTS,), torch.int64)
+        splits.copy_(torch.bincount(flat, minlength=EXPERTS).to(dev))
+        out = symm((world * rows, HIDDEN), torch.bfloat16)
+        out_so = symm((2, EXPERTS), torch.int64)
+        back = symm((rows, HIDDEN), torch.bfloat16)
+        back_so = symm((2, EXPERTS), torch.int64)
+        dist.barrier()
+
+        def dispatch():
+            torch.ops.symm_mem.all_to_all_vdev_2d(inp, out, splits, out_so, group, major_align=1)
+
+        def combine():
+            torch.ops.symm_mem.all_to_all_vdev_2d_offset(out, back, out_so, back_so, group)
+
+        d_us, c_us = timed_pairs(torch, dispatch, combine, dist.barrier)
+        torch.cuda.synchronize()
+        correct = bool(torch.equal(back, inp))  # the rows come back where they were
+        d_us, c_us = slowest(d_us), slowest(c_us)
+        if rank == 0:
+            extra = dict(tokens=tokens, dtype="bf16", correct=correct)
+            print(json_line("moe", "dispatch", rows * HIDDEN * 2, world, ROUNDS, "us", d_us, "torch_a2a_vdev_2d",
+                            **extra))
+            print(json_line("moe", "combine", rows * HIDDEN * 2, world, ROUNDS, "us", c_us, "torch_a2a_vdev_2d",
+                            **extra), flush=True)
+        del inp, out, back
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_job(args, job: str, ranks: int) -> List[dict]:
+    env = dict(os.environ)
+    if job == "torch":
+        for k, v in NVSHMEM_ENV.items():
+            env.setdefault(k, v)
+        # NVSHMEM's heap holds torch's input, output (ranks x input) and combine output, plus slack.
+        rows = max(int(t) for t in args.tokens.split(",")) * TOPK
+        env.setdefault("NVSHMEM_SYMMETRIC_SIZE", str((2 + ranks) * rows * HIDDEN * 2 + (1 << 30)))
+    lib = Path(args.bin).resolve().parent / "lib" / "libcco.so"
+    if lib.exists():
+        env.setdefault("CCO_LIBRARY", str(lib))
+    cmd = [str(Path(args.bin) / "ccorun"), "-t", str(args.timeout), "-n", str(ranks), sys.executable,
+           str(Path(__file__).resolve()), "--rank-mode", job, "--tokens", args.tokens]
+    print(f"bench_moe: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+    if args.dry_run:
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        env["CCO_TORCH_STORE"] = str(Path(tmp) / "store")
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout + 60)
+            out, err, rc = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired:
+            out, err, rc = "", "", 124
+    records = []
+    for line in out.splitlines():
+        obj = json.loads(line) if line.startswith("{") else None
+        if isinstance(obj, dict) and all(k in obj for k in COMMON_KEYS):
+            records.append(obj)
+            print(line, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+    if rc != 0:
+        tail = " | ".join((err or out).strip().splitlines()[-6:])
+        print(f"bench_moe: {job}, {ranks} ranks: exit {rc}: {tail}", file=sys.stderr, flush=True)
+    return records
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bin", default=str(REPO / "build" / "bin"))
+    p.add_argument("--ranks", default="2,4")
+    p.add_argument("--tokens", default="4096,128")
+    p.add_argument("--jobs", default="cco,torch")
+    p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--rank-mode", choices=("cco", "torch"))
+    args = p.parse_args()
+    tokens = [int(t) for t in args.tokens.split(",")]
+    if args.rank_mode == "cco":
+        rank_cco(tokens)
+        return 0
+    if args.rank_mode == "torch":
+        rank_torch(tokens)
+        return 0
+    for ranks in (int(r) for r in args.ranks.split(",")):
+        got: Dict[str, List[dict]] = {job: run_job(args, job, ranks) for job in args.jobs.split(",")}
+        pick = {}
+        for r in got.get("cco", []) + got.get("torch", []):
+            if r["op"] in ("dispatch", "combine") and r.get("dtype") == "bf16":
+                pick.setdefault((r["ref"], r["tokens"]), 0.0)
+                pick[(r["ref"], r["tokens"])] += r["value"]
+        for t in tokens:
+            mine, ref = pick.get((None, t)), pick.get(("torch_a2a_vdev_2d", t))
+            if mine and ref:
+                print(json_line("moe", "dispatch_combine_ratio", None, ranks, 1, "ratio_us", mine / ref,
+                                "torch_a2a_vdev_2d", tokens=t, dtype="bf16", goal=0.7), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
