@@ -124,6 +124,11 @@ typedef struct {
   /* Whether `stream` is capturing into a CUDA graph (always false on the
    * host platform, whose streams are placeholders). */
   ccoResult_t (*stream_capturing)(cco_platform* p, void* stream, bool* capturing);
+  /* Whether kernels load lazily (CUDA_MODULE_LOADING=LAZY, CUDA's default
+   * since 12.2): a first launch then waits for the running kernels while it
+   * holds the context, and every other thread's driver call waits with it.
+   * False on the host platform and when the driver cannot say. */
+  bool (*lazy_module_loading)(cco_platform* p);
 } cco_platform_ops;
 
 struct cco_platform {

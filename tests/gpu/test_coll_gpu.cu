@@ -508,6 +508,10 @@ int main(int argc, char** argv) {
     }
   }
   setenv("CCO_PLATFORM", "cuda", 1);
+  // Across hosts the blocks wait for the GDA proxy's driver calls, which a
+  // lazy first launch of this test's check kernels would hold up for good
+  // (docs/gda.md, "Kernels that wait for GDA").
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   CUDA_OK(pick_rank_device());
   CUDA_OK(cudaFree(0));
   if (ccoCommCreateFromEnv(0, &g_comm) != ccoSuccess) {

@@ -20,6 +20,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")  # kernels wait for kernels of other ranks (docs/sdma.md)
 
 import torch  # noqa: E402
 

@@ -386,7 +386,7 @@ TEST(reload_empty_restores_defaults) {
 #define ALL_SUBSYS                                                                          \
   (CCO_SUBSYS_INIT | CCO_SUBSYS_BOOT | CCO_SUBSYS_MEM | CCO_SUBSYS_LSA | CCO_SUBSYS_SDMA |   \
    CCO_SUBSYS_GDA | CCO_SUBSYS_PROXY | CCO_SUBSYS_NET | CCO_SUBSYS_ENV | CCO_SUBSYS_AFFINITY |   \
-   CCO_SUBSYS_COLL)
+   CCO_SUBSYS_COLL | CCO_SUBSYS_OPS)
 
 TEST(log_parse_subsys) {
   CHECK_EQ(cco_log_parse_subsys(""), ALL_SUBSYS);
@@ -402,14 +402,14 @@ TEST(log_parse_subsys) {
   CHECK_EQ(cco_log_parse_subsys("^FOO"), ALL_SUBSYS);
   CHECK_EQ(cco_log_parse_subsys("BOOT,,NET,"), CCO_SUBSYS_BOOT | CCO_SUBSYS_NET);
   CHECK_EQ(cco_log_parse_subsys("BOO"), 0); /* names match whole, not by prefix */
-  CHECK_EQ(cco_log_parse_subsys("INIT,BOOT,MEM,LSA,SDMA,GDA,PROXY,NET,ENV,AFFINITY,COLL"), ALL_SUBSYS);
+  CHECK_EQ(cco_log_parse_subsys("INIT,BOOT,MEM,LSA,SDMA,GDA,PROXY,NET,ENV,AFFINITY,COLL,OPS"), ALL_SUBSYS);
   const struct {
     const char* name;
     unsigned bit;
   } each[] = {{"INIT", CCO_SUBSYS_INIT}, {"BOOT", CCO_SUBSYS_BOOT},   {"MEM", CCO_SUBSYS_MEM},
               {"LSA", CCO_SUBSYS_LSA},   {"SDMA", CCO_SUBSYS_SDMA},   {"GDA", CCO_SUBSYS_GDA},
               {"PROXY", CCO_SUBSYS_PROXY}, {"NET", CCO_SUBSYS_NET}, {"ENV", CCO_SUBSYS_ENV},
-              {"AFFINITY", CCO_SUBSYS_AFFINITY}, {"COLL", CCO_SUBSYS_COLL}};
+              {"AFFINITY", CCO_SUBSYS_AFFINITY}, {"COLL", CCO_SUBSYS_COLL}, {"OPS", CCO_SUBSYS_OPS}};
   for (size_t i = 0; i < sizeof(each) / sizeof(each[0]); i++) {
     CHECK_EQ(cco_log_parse_subsys(each[i].name), each[i].bit);
     char neg[32];

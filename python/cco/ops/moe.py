@@ -22,7 +22,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import sys
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from .. import _lib
 from ..collectives import Buffer, describe, stream_handle
@@ -316,7 +316,7 @@ class EpDispatchCombineOp(Resource):
         self._check_alive()
         self._check(_fn("ccoMoeCheck")(self._h))
 
-    def stats(self) -> dict:
+    def stats(self) -> Dict[str, int]:
         self._check_alive()
         st = MoeStatsStruct()
         self._check(_fn("ccoMoeGetStats")(self._h, ctypes.addressof(st)))

@@ -219,6 +219,8 @@ typedef struct {
                                     size_t count, cco_cu_memcpy_attributes* attrs,
                                     size_t* attrsIdxs, size_t numAttrs,
                                     cco_cu_stream stream); /* the CUDA 13.0 form (_v2) */
+  /* CUmoduleLoadingMode: 1 eager, 2 lazy (CUDA 11.7). */
+  cco_cu_result (*moduleGetLoadingMode)(int* mode);
 } cco_cu_api;
 
 /* The loaded driver (loading it once per process, like cco_cuda_probe), or

@@ -747,6 +747,12 @@ static ccoResult_t cuda_launch(cco_platform* p, void* kernel, unsigned grid, uns
   return ccoSuccess;
 }
 
+static bool cuda_lazy_module_loading(cco_platform* p) {
+  cuda_state* s = state(p);
+  int mode = 0;
+  return s && s->cu->moduleGetLoadingMode && s->cu->moduleGetLoadingMode(&mode) == CCO_CU_SUCCESS && mode == 2;
+}
+
 static ccoResult_t cuda_stream_capturing(cco_platform* p, void* stream, bool* capturing) {
   cuda_state* s = state(p);
   if (!s) return not_open("stream_capturing");
@@ -793,6 +799,7 @@ static const cco_platform_ops cuda_platform_ops = {
     .kernel_coresident = cuda_kernel_coresident,
     .launch = cuda_launch,
     .stream_capturing = cuda_stream_capturing,
+    .lazy_module_loading = cuda_lazy_module_loading,
 };
 
 /* ------------------------------------------------------------ open / close */

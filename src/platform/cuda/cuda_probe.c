@@ -96,6 +96,7 @@ static const cu_entry k_entries[] = {
     CU_ENTRY(streamIsCapturing, "cuStreamIsCapturing", "cuStreamIsCapturing", false),
     CU_OPTIONAL(streamBatchMemOp, "cuStreamBatchMemOp", "cuStreamBatchMemOp_v2", CCO_CU_ABI_VERSION),
     CU_OPTIONAL(memcpyBatchAsync, "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2", 13000),
+    CU_OPTIONAL(moduleGetLoadingMode, "cuModuleGetLoadingMode", "cuModuleGetLoadingMode", 11070),
 };
 
 static void* sym(const char* name) { return g_cuda.lib ? dlsym(g_cuda.lib, name) : NULL; }

@@ -332,6 +332,11 @@ static ccoResult_t host_launch(cco_platform* p, void* kernel, unsigned grid, uns
   return host_no_kernels("launch");
 }
 
+static bool host_lazy_module_loading(cco_platform* p) {
+  (void)p;
+  return false;
+}
+
 static ccoResult_t host_stream_capturing(cco_platform* p, void* stream, bool* capturing) {
   (void)p, (void)stream;
   *capturing = false;
@@ -371,6 +376,7 @@ static const cco_platform_ops host_platform_ops = {
     .kernel_coresident = host_kernel_coresident,
     .launch = host_launch,
     .stream_capturing = host_stream_capturing,
+    .lazy_module_loading = host_lazy_module_loading,
 };
 
 ccoResult_t cco_platform_host_open(cco_platform* p) {

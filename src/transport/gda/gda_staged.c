@@ -767,6 +767,19 @@ ccoResult_t cco_gda_staged_create(cco_gda_proxy* px) {
   CCO_INFO(GDA, "rank %d: staged GDA path: %.1f MiB pinned (landing %llu KiB per source, chunk %llu KiB)",
            px->rank, (double)s->memBytes / 1048576.0, (unsigned long long)(s->landBytes >> 10),
            (unsigned long long)(s->chunk >> 10));
+  /* Kernels that wait for GDA traffic here (the collectives across hosts,
+   * GDA waits) need this thread's driver calls to go through while they
+   * run; a lazy first launch elsewhere in the process blocks them until the
+   * running kernels end, which these never do: a deadlock (seen on the
+   * H200 with the hierarchical all-reduce). Said once per process. */
+  static atomic_bool warned;
+  if (p->ops->lazy_module_loading(p) && !atomic_exchange(&warned, true))
+    CCO_WARN(GDA,
+             "rank %d: CUDA loads kernels lazily (CUDA_MODULE_LOADING is LAZY or unset) and GDA takes the staged "
+             "path: a kernel waiting for GDA (a collective across hosts, a GDA wait) deadlocks when another thread "
+             "launches a kernel for the first time meanwhile; set CUDA_MODULE_LOADING=EAGER before CUDA starts "
+             "(docs/gda.md)",
+             px->rank);
   return ccoSuccess;
 }
 
