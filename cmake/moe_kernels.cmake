@@ -14,7 +14,7 @@ set(out ${CMAKE_BINARY_DIR}/moe_kernels)
 file(GLOB_RECURSE deps CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/cco/*.h ${CMAKE_SOURCE_DIR}/src/ops/kernels/*)
 add_custom_command(OUTPUT ${out}/moe_kernels.fatbin
   COMMAND ${CMAKE_COMMAND} -E make_directory ${out}
-  COMMAND ${CCO_COLL_NVCC} -fatbin -std=c++17 -O3 -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/src ${gencode}
+  COMMAND ${CCO_COLL_NVCC} -fatbin -std=c++17 -O3 --threads 0 -I${CMAKE_SOURCE_DIR}/include -I${CMAKE_SOURCE_DIR}/src ${gencode}
     -o ${out}/moe_kernels.fatbin ${CMAKE_SOURCE_DIR}/src/ops/kernels/moe_kernels.cu
   DEPENDS ${deps}
   COMMENT "Compiling the MoE op's kernels into a fatbin"

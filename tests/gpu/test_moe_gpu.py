@@ -83,8 +83,9 @@ def run_case(job, name, fp8, mode, max_tokens, rounds):
     for rnd in range(rounds):
         every = [inputs(r, rnd, n, max_tokens, fp8) for r in range(n)]
         x, tok, w, idx, scales = every[me]
+        wd = w.cuda()  # combine gets the same tensor: the dispatched weights come back
         recv_x, recv_w, recv_s, recv_i, total_recv, routing = op.dispatch(
-            tok.cuda(), w.cuda(), scales.cuda() if fp8 else None, idx.cuda(), return_routing=True)
+            tok.cuda(), wd, scales.cuda() if fp8 else None, idx.cuda(), return_routing=True)
         torch.cuda.synchronize()
         op.check()
         total = int(total_recv.cpu().item())
@@ -103,7 +104,8 @@ def run_case(job, name, fp8, mode, max_tokens, rounds):
         dst = op.combine_in_view() if zero_copy else own
         expert(op, recv_x, total, me, fp8, dst)
         copies += not zero_copy
-        out, out_w = op.combine(dst[:total], w.cuda(), routing=routing)
+        # The view needs no copy (any rows); a buffer of its own is copied in, every slot of it.
+        out, out_w = op.combine(dst[:total] if zero_copy else dst, wd, routing=routing)
         torch.cuda.synchronize()
         op.check()
         want_out, keep = expected_out(x, idx)

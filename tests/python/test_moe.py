@@ -65,6 +65,10 @@ def test_one_rank_pipeline_and_release_with_the_communicator(comm):
     assert int(total[0]) == 3 and recv_s is None
     y = op.combine_in_view()
     y[:3] = recv_x[:3]
+    with pytest.raises(CCOInvalidArgument, match="rows"):  # copied in: it must hold every filled slot
+        op.combine(np.zeros((2, 32), dtype=np.uint16))
+    with pytest.raises(CCOInvalidArgument, match="rows"):
+        op.combine(y, np.zeros((2, 2), dtype=np.float32))
     out, out_w = op.combine(y[:3])
     assert np.array_equal(out[[0, 1, 3]], x[[0, 1, 3]]) and not out[2].any()
     assert np.array_equal(out_w, np.where(idx >= 0, w, 0))

@@ -272,6 +272,8 @@ class EpDispatchCombineOp(Resource):
         eo = describe(expert_output, "expert_output")
         if eo.dtype not in ("bfloat16", "uint16") or len(eo.shape) != 2 or eo.shape[1] != h or not eo.contiguous:
             raise CCOInvalidArgument(f"combine: expert_output is {eo.text()}; it takes contiguous [rows, {h}] bf16")
+        if eo.ptr != self.region(COMBINE_INPUT).ptr:
+            self._need_rows(eo, "expert_output")  # the op copies it in: every received row must be there
         w_ptr = None
         if weights is not None:
             wb = describe(weights, "weights")
@@ -279,6 +281,8 @@ class EpDispatchCombineOp(Resource):
                 if wb.dtype != "float32" or len(wb.shape) != 2 or wb.shape[1] != k or not wb.contiguous:
                     raise CCOInvalidArgument(f"combine: weights is {wb.text()}; it takes contiguous [rows, {k}] "
                                              "float32 (or the dispatch's own weights)")
+                if wb.ptr != self.region(COMBINE_WEIGHTS).ptr:
+                    self._need_rows(wb, "weights")
                 w_ptr = wb.ptr
         out = self._output(out, eo, (n, h), "bfloat16", "out")
         out_weights = self._output(out_weights, eo, (n, k), "float32", "out_weights")
@@ -288,6 +292,18 @@ class EpDispatchCombineOp(Resource):
                        self._stream(stream, eo)))
         self._combined = self._serial
         return out, out_weights
+
+    def _need_rows(self, buf: Buffer, what: str) -> None:
+        """A buffer combine copies from holds a row per received slot. The host platform knows the
+        count once dispatch returned; on a GPU only the device does, so every slot must be there."""
+        if self._comm.platform == PLATFORM_HOST:
+            need, why = int(self.region(RECV_COUNT).numpy("int32", (1,))[0]), "the slots the dispatch filled"
+        else:
+            need, why = self.max_recv_tokens, ("every slot (on a GPU the count is known on the device only; "
+                                               "combine_in_view() needs no copy at all)")
+        if buf.shape[0] < need:
+            raise CCOInvalidArgument(f"combine: {what} has {buf.shape[0]} rows; combine copies it in and needs "
+                                     f"{need}: {why}")
 
     def _output(self, given: Any, like: Buffer, shape: Tuple[int, int], dtype: str, what: str) -> Any:
         if given is not None:
