@@ -291,21 +291,26 @@ ccoResult_t ccoStreamWaitSignal(ccoComm* comm, ccoWindow_t sigWin, size_t sigOff
                                 void* stream);
 
 /* ------------------------------------------------------------------------ */
-/* One-sided calls to LSA peers, ordered on a stream                        */
+/* One-sided calls to any peer, ordered on a stream                          */
 /* ------------------------------------------------------------------------ */
 
-/* The counterparts of NVSHMEM's *_on_stream calls for peers on this host
- * (LSA). Each enqueues its work on `stream` (a CUstream / cudaStream_t;
- * NULL is the legacy default stream) and returns: no allocation and no
- * host synchronisation, so they can be captured in CUDA graphs. `peer` is a
- * world rank on this host; windows and offsets are as in ccoSdmaPutAsync
- * (bounds checked; a signal is an 8-byte aligned uint64_t in a window).
- * The host platform does each step before returning. Waiting for a signal
- * is ccoStreamWaitSignal. */
+/* The counterparts of NVSHMEM's *_on_stream calls. Each enqueues its work
+ * on `stream` (a CUstream / cudaStream_t; NULL is the legacy default
+ * stream) and returns: no allocation and no host synchronisation, so they
+ * can be captured in CUDA graphs. `peer` is a world rank; windows and
+ * offsets are as in ccoSdmaPutAsync (bounds checked; a signal is an 8-byte
+ * aligned uint64_t in a window). A peer on this host (LSA) gets copies and
+ * stream memory operations; a peer on another host gets one block on the
+ * stream that posts the put and the signal through GDA and waits until
+ * they are at the peer. The latter use the collectives' state, made by the
+ * first collective or ccoBarrierOnStream on every rank: before it, such a
+ * call is ccoInvalidUsage. The host platform does each step before
+ * returning. Waiting for a signal is ccoStreamWaitSignal. */
 typedef enum { ccoStreamSignalSet = 0, ccoStreamSignalAdd = 1 } ccoStreamSignalOp_t;
 
 /* Copies `bytes` from this rank's copy of srcWin at srcOff into peer's copy
- * of dstWin at dstOff (the copy engine, through the flat VA). */
+ * of dstWin at dstOff (the copy engine through the flat VA; a GDA put to
+ * another host). */
 ccoResult_t ccoPutOnStream(ccoComm* comm, int peer, ccoWindow_t dstWin, size_t dstOff, ccoWindow_t srcWin,
                            size_t srcOff, size_t bytes, void* stream);
 /* The same, then peer's signal at sigWin + sigOff set to (ccoStreamSignalSet)
@@ -315,21 +320,26 @@ ccoResult_t ccoPutSignalOnStream(ccoComm* comm, int peer, ccoWindow_t dstWin, si
                                  size_t srcOff, size_t bytes, ccoWindow_t sigWin, size_t sigOff, uint64_t value,
                                  ccoStreamSignalOp_t op, void* stream);
 /* peer's signal alone, set or increased once the stream's earlier work is
- * done. Adds are atomic: several ranks may add to one signal. */
+ * done. Adds are atomic: several ranks may add to one signal (adds from
+ * this host and from others mix exactly on the staged GDA path and the host
+ * platform; under RDMA NIC atomics they are atomic only among themselves:
+ * docs/collectives_host.md). */
 ccoResult_t ccoSignalOnStream(ccoComm* comm, int peer, ccoWindow_t sigWin, size_t sigOff, uint64_t value,
                               ccoStreamSignalOp_t op, void* stream);
-/* Collective over the LSA team: every rank's stream work enqueued before it
- * (puts and signals included) is complete and visible before any rank's
- * stream work after it starts. A kernel of one block; on the host platform
- * it waits up to CCO_COLL_TIMEOUT. It uses the collectives' state: like
- * the first collective, the first of these calls or collectives sets it up
- * on every rank and cannot be captured. One host only (ccoUnsupported on
- * several). */
+/* Collective over the communicator: every rank's stream work enqueued
+ * before it (puts and signals included) is complete and visible before any
+ * rank's stream work after it starts. A kernel of one block: an LSA barrier
+ * on one host, the world barrier (LSA, rail GDA, LSA) across hosts, hosts
+ * of any size; on the host platform it waits up to CCO_COLL_TIMEOUT. It
+ * uses the collectives' state: like the first collective, the first of
+ * these calls or collectives sets it up on every rank and cannot be
+ * captured. */
 ccoResult_t ccoBarrierOnStream(ccoComm* comm, void* stream);
 /* This rank's puts and signals enqueued on `stream` before it are complete
  * and visible to their peers before the stream's later work starts. They
- * are stream-ordered copies and stores, so this enqueues nothing; it is
- * here for code written against NVSHMEM's quiet_on_stream. */
+ * are stream-ordered copies and stores, or GDA blocks that end once their
+ * work is at the peer, so this enqueues nothing; it is here for code
+ * written against NVSHMEM's quiet_on_stream. */
 ccoResult_t ccoQuietOnStream(ccoComm* comm, void* stream);
 
 /* ------------------------------------------------------------------------ */
