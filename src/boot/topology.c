@@ -131,3 +131,10 @@ int cco_topology_world_to_team(const cco_topology* topo, ccoTeamKind_t kind, int
   }
   return -1;
 }
+
+int cco_topology_lsa_sharing_gpu(const cco_topology* topo, const char* busId) {
+  int sharing = 0;
+  for (int i = 0; i < topo->lsaSize; i++)
+    sharing += strcmp(topo->devices[topo->members[ccoTeamLsa][i]].busId, busId) == 0;
+  return sharing < 1 ? 1 : sharing;
+}

@@ -56,5 +56,8 @@ void cco_topology_free(cco_topology* topo);
 /* -1 when teamRank is out of range / worldRank is not a member. */
 int cco_topology_team_to_world(const cco_topology* topo, ccoTeamKind_t kind, int teamRank);
 int cco_topology_world_to_team(const cco_topology* topo, ccoTeamKind_t kind, int worldRank);
+/* Ranks of this rank's LSA team on the GPU with PCI bus id `busId` (at
+ * least 1): the ranks whose grids must fit on it at once (MPS). */
+int cco_topology_lsa_sharing_gpu(const cco_topology* topo, const char* busId);
 
 #endif /* CCO_BOOT_TOPOLOGY_H_ */

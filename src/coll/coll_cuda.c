@@ -43,12 +43,7 @@ static ccoResult_t load_typed(cco_coll_engine* e, const char* kernel, int kind, 
 static ccoResult_t coresident_parts(cco_coll_engine* e, uint32_t* parts) {
   cco_platform* p = e->ctx->platform;
   const cco_topology* topo = e->ctx->topo;
-  int sharing = 0;
-  for (int i = 0; i < topo->lsaSize; i++) {
-    int w = topo->members[ccoTeamLsa][i];
-    sharing += strcmp(topo->devices[w].busId, p->identity.busId) == 0;
-  }
-  if (sharing < 1) sharing = 1;
+  int sharing = cco_topology_lsa_sharing_gpu(topo, p->identity.busId);
   int fit = -1;
   for (int b = 0; b < CCO_COLL_BLOCKS; b++) {
     /* The hierarchical blocks run only across hosts: one host keeps the

@@ -28,12 +28,7 @@ static uint32_t default_parts(const ccoMoeOp* op) {
 static ccoResult_t fit_parts(ccoMoeOp* op, uint32_t wanted, uint32_t* parts) {
   cco_platform* p = &op->comm->platform;
   const cco_topology* topo = &op->comm->topo;
-  int sharing = 0;
-  for (int i = 0; i < topo->lsaSize; i++) {
-    int w = topo->members[ccoTeamLsa][i];
-    sharing += strcmp(topo->devices[w].busId, p->identity.busId) == 0;
-  }
-  if (sharing < 1) sharing = 1;
+  int sharing = cco_topology_lsa_sharing_gpu(topo, p->identity.busId);
   int fit = -1;
   for (int k = 0; k < 2; k++) {
     int blocks = 0;
