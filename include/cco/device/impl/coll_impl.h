@@ -25,6 +25,11 @@
  *   [1024, 1536)  LL epochs: a uint32 per LL chunk (128 chunks of 512 bytes)
  *   [4096, ...)   LL staging: [epoch parity 2][source LSA rank][8192 line
  *                 pairs of 16 bytes]: 4 x lsaSize x CCO_COLL_LL_MAX_BYTES
+ *   then          one-shot staging (4096-aligned): [epoch parity 2]
+ *                 {signature, ok} per part, a uint32 use count per chunk of
+ *                 16 KiB (cco_impl_coll_oneshot_staged), then per parity a buffer of
+ *                 CCO_COLL_ONESHOT_STAGE_BYTES + 4096 (an input is staged at
+ *                 its own address modulo 16, so the copies line up)
  *
  * The layout depends on lsaSize only, so calls with any nParts share it.
  */
@@ -34,6 +39,11 @@
 #define CCO_IMPL_COLL_LL_CHUNKS (CCO_COLL_LL_MAX_BYTES / (8u * CCO_IMPL_COLL_LL_CHUNK_PAIRS))
 #define CCO_IMPL_COLL_EPOCH_OFF 1024u
 #define CCO_IMPL_COLL_LL_OFF 4096u
+#define CCO_IMPL_COLL_STAGE_SLOTS_BYTES 4096u /* slots, then the chunks' use counts */
+#define CCO_IMPL_COLL_STAGE_USES_OFF (2u * CCO_COLL_MAX_PARTS * 16u)
+#define CCO_IMPL_COLL_STAGE_CHUNK_UNITS 1024u /* 16 KiB */
+#define CCO_IMPL_COLL_STAGE_CHUNKS (CCO_COLL_ONESHOT_STAGE_BYTES / (16u * CCO_IMPL_COLL_STAGE_CHUNK_UNITS) + 1u)
+#define CCO_IMPL_COLL_STAGE_BUF_BYTES ((uint64_t)CCO_COLL_ONESHOT_STAGE_BYTES + 4096u)
 
 #include "cco/device/impl/coll_reduce_impl.h"
 #include "cco/device/impl/coll_ll_impl.h"
@@ -41,14 +51,23 @@
 #if defined(__cplusplus)
 static_assert(CCO_IMPL_COLL_SIG_OFF + CCO_IMPL_COLL_SIG_BYTES <= CCO_IMPL_COLL_EPOCH_OFF, "scratch layout");
 static_assert(CCO_IMPL_COLL_EPOCH_OFF + 4u * CCO_IMPL_COLL_LL_CHUNKS <= CCO_IMPL_COLL_LL_OFF, "scratch layout");
+static_assert(CCO_IMPL_COLL_STAGE_USES_OFF + 4u * CCO_IMPL_COLL_STAGE_CHUNKS <= CCO_IMPL_COLL_STAGE_SLOTS_BYTES,
+              "scratch layout");
 #else
 _Static_assert(CCO_IMPL_COLL_SIG_OFF + CCO_IMPL_COLL_SIG_BYTES <= CCO_IMPL_COLL_EPOCH_OFF, "scratch layout");
 _Static_assert(CCO_IMPL_COLL_EPOCH_OFF + 4u * CCO_IMPL_COLL_LL_CHUNKS <= CCO_IMPL_COLL_LL_OFF, "scratch layout");
+_Static_assert(CCO_IMPL_COLL_STAGE_USES_OFF + 4u * CCO_IMPL_COLL_STAGE_CHUNKS <= CCO_IMPL_COLL_STAGE_SLOTS_BYTES,
+               "scratch layout");
 #endif
+
+/* Where the one-shot staging starts (its signature slots). */
+CCO_HOST_DEVICE_INLINE uint64_t cco_impl_coll_stage_off(int lsaSize) {
+  return CCO_IMPL_COLL_LL_OFF + 4u * (uint64_t)lsaSize * CCO_COLL_LL_MAX_BYTES;
+}
 
 CCO_HOST_DEVICE_INLINE uint64_t cco_impl_coll_scratch_bytes(int lsaSize, uint32_t nParts) {
   if (lsaSize < 1 || nParts < 1 || nParts > CCO_COLL_MAX_PARTS) return 0;
-  return CCO_IMPL_COLL_LL_OFF + 4u * (uint64_t)lsaSize * CCO_COLL_LL_MAX_BYTES;
+  return cco_impl_coll_stage_off(lsaSize) + CCO_IMPL_COLL_STAGE_SLOTS_BYTES + 2u * CCO_IMPL_COLL_STAGE_BUF_BYTES;
 }
 
 /* ------------------------------------------------------------ the call */
@@ -399,6 +418,112 @@ CCO_DEVICE_INLINE void cco_impl_coll_broadcast_work(const cco_impl_coll_ctx* c) 
   cco_impl_coll_copy(&s, c->es, c->tid, c->nthr);
 }
 
+/* ------------------------------------------------- one-shot, staged */
+
+/* Whether a one-shot call stages its input (ccoDevAllReduceOneShot): a
+ * function of the count and the scratch only, the same on every rank that
+ * makes the same call, since the two ways sync a different number of
+ * times. */
+CCO_DEVICE_INLINE int cco_impl_coll_oneshot_stages(const cco_impl_coll_ctx* c) {
+  uint64_t bytes;
+  return c->es && cco_impl_coll_mul(c->a.count, c->es, &bytes) && bytes <= CCO_COLL_ONESHOT_STAGE_BYTES &&
+         cco_impl_coll_scratch_ok(c, cco_impl_coll_scratch_bytes(c->n, c->nParts));
+}
+
+/*
+ * One sync. The input is cut into chunks of CCO_IMPL_COLL_STAGE_CHUNK_UNITS
+ * 16-byte units, chunk c belonging to part c % nParts (as LL's). Before the
+ * sync, the part copies each of its chunks into this rank's staging buffer
+ * of that chunk's parity and publishes {signature, ok} in its slot of its
+ * barrier's parity; after it, thread p compares LSA rank p's slot while the
+ * first loads of the peers' staging are in flight, and the part reduces
+ * each of its chunks of every peer's staging, in LSA rank order, into this
+ * rank's output, storing nothing when any rank disagrees.
+ *
+ * Parities. A chunk's is its use count & 1, a word in this rank's scratch
+ * that only the chunk's owner reads and advances, the same on every rank
+ * that made the same calls. Why two buffers suffice: a rank W writes use
+ * u+2 of a chunk only after its owner's sync in the call of use u+1, which
+ * the reader R's owner of the chunk reached after reading use u (the same
+ * block in program order when the calls share a kernel, which must then
+ * keep nParts, or R's previous kernel on its stream). The slots go by the
+ * parity of the part's barrier epoch, which moves once per sync: a rank
+ * writes a slot again two syncs of that barrier later, after every peer
+ * has read it.
+ */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_oneshot_staged(const cco_impl_coll_ctx* c, int ok) {
+  ccoLsaBarrierSession bar = ccoLsaBarrierSessionInit(c->dc, c->a.barrierBase + c->part, ccoCoopBlock);
+  const uint64_t sig = c->a.signature, stage = c->a.scratchOff + cco_impl_coll_stage_off(c->n);
+  const uint64_t slotOff = stage + ((uint64_t)(bar.epoch & 1u) * CCO_COLL_MAX_PARTS + c->part) * 16u;
+  const uint64_t bufOff = stage + CCO_IMPL_COLL_STAGE_SLOTS_BYTES + (c->send & 15u);
+  const uint64_t stride = cco_impl_coll_stride(c->a.scratchWin);
+  const uint64_t buf0 = (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(c->a.scratchWin, 0, bufOff);
+  uint32_t* uses = (uint32_t*)(uintptr_t)cco_impl_coll_scratch_local(c, cco_impl_coll_stage_off(c->n) +
+                                                                            CCO_IMPL_COLL_STAGE_USES_OFF);
+  /* A rank whose own arguments are bad stages and reduces nothing; with a
+   * signature its peers learn it, without one they go on. */
+  cco_impl_coll_grid g = cco_impl_coll_grid_of(c->send, ok ? c->a.count : 0, c->es);
+  const uint64_t chunks = (g.units + CCO_IMPL_COLL_STAGE_CHUNK_UNITS - 1u) / CCO_IMPL_COLL_STAGE_CHUNK_UNITS;
+  /* The use counts advance from the count alone (every chunk a call of it
+   * could touch, whatever the alignment), so that they stay in step also on
+   * a rank whose arguments are bad; a use that moves no data only flips
+   * the parity. The count fits: cco_impl_coll_oneshot_stages. */
+  const uint64_t counted = ((c->a.count * c->es + 30u) / 16u + CCO_IMPL_COLL_STAGE_CHUNK_UNITS - 1u) /
+                           CCO_IMPL_COLL_STAGE_CHUNK_UNITS;
+  for (uint64_t k = c->part; k < chunks; k += c->nParts) {
+    uint64_t first = cco_impl_coll_grid_elem(&g, k * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
+    uint64_t last = (k + 1u) * CCO_IMPL_COLL_STAGE_CHUNK_UNITS >= g.units
+                        ? g.n
+                        : cco_impl_coll_grid_elem(&g, (k + 1u) * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
+    uint64_t dst = buf0 + (uint64_t)c->me * stride + (uses[k] & 1u) * CCO_IMPL_COLL_STAGE_BUF_BYTES + first * c->es;
+    cco_impl_coll_span in = cco_impl_coll_span_make(c->send + first * c->es, 0, 1, dst, 0, 1, 0, -1, last - first);
+    cco_impl_coll_copy(&in, c->es, c->tid, c->nthr);
+  }
+  if (sig && c->tid == 0) {
+    volatile uint64_t* slot = (volatile uint64_t*)ccoGetLocalPtr(c->a.scratchWin, slotOff);
+    slot[0] = ok ? sig : ~sig;
+    slot[1] = (uint64_t)ok;
+  }
+  ccoDevStatus_t st = ccoLsaBarrierSyncTimeout(&bar, CCO_COLL_TIMEOUT_NS);
+  ccoLsaBarrierSessionEnd(&bar);
+  if (st != ccoDevSuccess) return st;
+  uint32_t bad = !ok;
+  if (sig)
+    for (uint32_t p = c->tid; p < (uint32_t)c->n; p += c->nthr) {
+      const volatile uint64_t* slot = (const volatile uint64_t*)ccoGetLsaPeerPtr(c->a.scratchWin, (int)p, slotOff);
+      bad |= slot[0] != sig || slot[1] != 1u;
+    }
+  /* Every thread goes through the gate once, also in a part without a
+   * chunk (its span is empty). */
+  int stored = 1;
+  for (uint64_t k = c->part, gated = 0; stored && (k < chunks || !gated); k += c->nParts, gated = 1) {
+    uint64_t first = 0, last = 0, par = 0;
+    if (k < chunks) {
+      first = cco_impl_coll_grid_elem(&g, k * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
+      last = (k + 1u) * CCO_IMPL_COLL_STAGE_CHUNK_UNITS >= g.units
+                 ? g.n
+                 : cco_impl_coll_grid_elem(&g, (k + 1u) * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
+      par = uses[k] & 1u;
+    }
+    cco_impl_coll_span s = cco_impl_coll_span_make(buf0 + par * CCO_IMPL_COLL_STAGE_BUF_BYTES + first * c->es, stride,
+                                                   c->n, c->recv + first * c->es, 0, 1, 0, -1, last - first);
+    if (!gated) {
+#define CCO_IMPL_GATED_BODY_(D, O) stored = cco_impl_coll_reduce_gated(&s, D, O, c->tid, c->nthr, bad)
+      CCO_IMPL_COLL_DISPATCH(c->dt, c->op, CCO_IMPL_GATED_BODY_);
+#undef CCO_IMPL_GATED_BODY_
+    } else {
+      cco_impl_coll_reduce_typed(&s, c);
+    }
+  }
+  /* The chunks' next uses, once every thread is done with this one, and
+   * seen by all of them before a next call in the same kernel. */
+  ccoCoopSync(ccoCoopBlock);
+  if (c->tid == 0)
+    for (uint64_t k = c->part; k < counted; k += c->nParts) uses[k]++;
+  ccoCoopSync(ccoCoopBlock);
+  return stored ? ccoDevSuccess : ccoDevInvalid;
+}
+
 /* ------------------------------------------------------------- drivers */
 
 /* Every block but LL: checks, the frame, the work of `kind` (a constant in
@@ -414,6 +539,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_run(const ccoDevComm* dc, const c
    * on every rank, since count is). */
   if (c.a.signature == 0 && c.a.count == 0 && kind != cco_impl_coll_alltoallv)
     return ok ? ccoDevSuccess : ccoDevInvalid;
+  if (kind == cco_impl_coll_oneshot && cco_impl_coll_oneshot_stages(&c)) return cco_impl_coll_oneshot_staged(&c, ok);
   cco_impl_coll_frame f;
   cco_impl_coll_open(&f, &c, ok);
   int workOk = 1;
