@@ -135,15 +135,16 @@ CCO_DEVICE_INLINE int cco_impl_coll_ctx_init(cco_impl_coll_ctx* c, const ccoDevC
 
 /* *out = x * y, 0 when it overflows. */
 CCO_HOST_DEVICE_INLINE int cco_impl_coll_mul(uint64_t x, uint64_t y, uint64_t* out) {
-  if (y && x > UINT64_MAX / y) return 0;
+  if (((x | y) >> 32) != 0 && y && x > UINT64_MAX / y) return 0; /* no division when both fit */
   *out = x * y;
   return 1;
 }
 
 /* [off, off + bytes) lies in the window and starts on an `align` boundary
- * (of the address: windows themselves are page aligned). */
+ * (of the address: windows themselves are page aligned); align is a power
+ * of two (an element size, 8 or 16). */
 CCO_DEVICE_INLINE int cco_impl_coll_in_window(ccoWindow_t w, uint64_t off, uint64_t bytes, uint64_t align) {
-  return w && (w->winBase + off) % align == 0 && cco_impl_window_has_range(w, (size_t)off, (size_t)bytes);
+  return w && ((w->winBase + off) & (align - 1u)) == 0 && cco_impl_window_has_range(w, (size_t)off, (size_t)bytes);
 }
 
 CCO_HOST_DEVICE_INLINE int cco_impl_coll_overlap(uint64_t x, uint64_t xn, uint64_t y, uint64_t yn) {
@@ -310,7 +311,7 @@ CCO_DEVICE_INLINE cco_impl_coll_span cco_impl_coll_oneshot_span(const cco_impl_c
 CCO_DEVICE_INLINE cco_impl_coll_span cco_impl_coll_twoshot_span(const cco_impl_coll_ctx* c) {
   uint64_t first, last, n = (uint64_t)c->n;
   cco_impl_coll_grid g = cco_impl_coll_grid_of(c->send, c->a.count, c->es);
-  uint64_t u0 = g.units * (uint64_t)c->me / n, u1 = g.units * ((uint64_t)c->me + 1u) / n;
+  uint64_t u0 = cco_impl_div_u64(g.units * (uint64_t)c->me, n), u1 = cco_impl_div_u64(g.units * ((uint64_t)c->me + 1u), n);
   cco_impl_coll_piece(&g, u0, u1, c->part, c->nParts, &first, &last);
   return cco_impl_coll_span_make(c->sendPeer0 + first * c->es, c->sendStride, c->n, c->recvPeer0 + first * c->es,
                                  c->recvStride, c->n, (c->me + 1) % c->n, -1, last - first);
@@ -432,13 +433,14 @@ CCO_DEVICE_INLINE int cco_impl_coll_oneshot_stages(const cco_impl_coll_ctx* c) {
 
 /*
  * One sync. The input is cut into chunks of CCO_IMPL_COLL_STAGE_CHUNK_UNITS
- * 16-byte units, chunk c belonging to part c % nParts (as LL's). Before the
- * sync, the part copies each of its chunks into this rank's staging buffer
- * of that chunk's parity and publishes {signature, ok} in its slot of its
- * barrier's parity; after it, thread p compares LSA rank p's slot while the
- * first loads of the peers' staging are in flight, and the part reduces
- * each of its chunks of every peer's staging, in LSA rank order, into this
- * rank's output, storing nothing when any rank disagrees.
+ * 16-byte units, each part owning a contiguous run of them. Before the
+ * sync, the part copies its chunks into this rank's staging buffer of each
+ * chunk's parity and publishes {signature, ok} in its slot of its barrier's
+ * parity; after it, thread p compares LSA rank p's slot while the first
+ * loads of the peers' staging are in flight, and the part reduces its
+ * chunks of every peer's staging, in LSA rank order, into this rank's
+ * output, storing nothing when any rank disagrees. Chunks of one parity
+ * side by side move as one span (all of a part's, once the calls repeat).
  *
  * Parities. A chunk's is its use count & 1, a word in this rank's scratch
  * that only the chunk's owner reads and advances, the same on every rank
@@ -451,6 +453,29 @@ CCO_DEVICE_INLINE int cco_impl_coll_oneshot_stages(const cco_impl_coll_ctx* c) {
  * writes a slot again two syncs of that barrier later, after every peer
  * has read it.
  */
+typedef struct {
+  cco_impl_coll_grid g;
+  uint64_t k0, k1, kData; /* this part's chunks [k0, k1); those with data end at kData */
+  const uint32_t* uses;
+} cco_impl_coll_stage_runs;
+
+/* The next run of chunks [*k, *e) of one parity with data, from *k on;
+ * 0 when there is none. Sets the run's elements and parity. */
+CCO_DEVICE_INLINE int cco_impl_coll_stage_run(const cco_impl_coll_stage_runs* r, uint64_t k, uint64_t* e,
+                                              uint64_t* first, uint64_t* last, uint64_t* parity) {
+  const uint64_t end = r->k1 < r->kData ? r->k1 : r->kData;
+  if (k >= end) return 0;
+  const uint32_t par = r->uses[k] & 1u;
+  uint64_t j = k + 1u;
+  while (j < end && (r->uses[j] & 1u) == par) j++;
+  *e = j;
+  *parity = par;
+  *first = cco_impl_coll_grid_elem(&r->g, k * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
+  *last = j * CCO_IMPL_COLL_STAGE_CHUNK_UNITS >= r->g.units ? r->g.n
+                                                             : cco_impl_coll_grid_elem(&r->g, j * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
+  return 1;
+}
+
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_oneshot_staged(const cco_impl_coll_ctx* c, int ok) {
   ccoLsaBarrierSession bar = ccoLsaBarrierSessionInit(c->dc, c->a.barrierBase + c->part, ccoCoopBlock);
   const uint64_t sig = c->a.signature, stage = c->a.scratchOff + cco_impl_coll_stage_off(c->n);
@@ -460,22 +485,23 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_oneshot_staged(const cco_impl_col
   const uint64_t buf0 = (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(c->a.scratchWin, 0, bufOff);
   uint32_t* uses = (uint32_t*)(uintptr_t)cco_impl_coll_scratch_local(c, cco_impl_coll_stage_off(c->n) +
                                                                             CCO_IMPL_COLL_STAGE_USES_OFF);
-  /* A rank whose own arguments are bad stages and reduces nothing; with a
-   * signature its peers learn it, without one they go on. */
-  cco_impl_coll_grid g = cco_impl_coll_grid_of(c->send, ok ? c->a.count : 0, c->es);
-  const uint64_t chunks = (g.units + CCO_IMPL_COLL_STAGE_CHUNK_UNITS - 1u) / CCO_IMPL_COLL_STAGE_CHUNK_UNITS;
-  /* The use counts advance from the count alone (every chunk a call of it
-   * could touch, whatever the alignment), so that they stay in step also on
-   * a rank whose arguments are bad; a use that moves no data only flips
-   * the parity. The count fits: cco_impl_coll_oneshot_stages. */
+  /* Ownership and the use counts go by the count alone (every chunk a
+   * call of it could touch, whatever the alignment), so that they stay in
+   * step also on a rank whose arguments are bad, which stages and reduces
+   * nothing (with a signature its peers learn it; without, they go on); a
+   * use that moves no data only flips the parity. The count fits:
+   * cco_impl_coll_oneshot_stages. */
   const uint64_t counted = ((c->a.count * c->es + 30u) / 16u + CCO_IMPL_COLL_STAGE_CHUNK_UNITS - 1u) /
                            CCO_IMPL_COLL_STAGE_CHUNK_UNITS;
-  for (uint64_t k = c->part; k < chunks; k += c->nParts) {
-    uint64_t first = cco_impl_coll_grid_elem(&g, k * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
-    uint64_t last = (k + 1u) * CCO_IMPL_COLL_STAGE_CHUNK_UNITS >= g.units
-                        ? g.n
-                        : cco_impl_coll_grid_elem(&g, (k + 1u) * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
-    uint64_t dst = buf0 + (uint64_t)c->me * stride + (uses[k] & 1u) * CCO_IMPL_COLL_STAGE_BUF_BYTES + first * c->es;
+  cco_impl_coll_stage_runs r;
+  r.g = cco_impl_coll_grid_of(c->send, ok ? c->a.count : 0, c->es);
+  r.k0 = (uint32_t)counted * c->part / c->nParts;
+  r.k1 = (uint32_t)counted * (c->part + 1u) / c->nParts;
+  r.kData = (r.g.units + CCO_IMPL_COLL_STAGE_CHUNK_UNITS - 1u) / CCO_IMPL_COLL_STAGE_CHUNK_UNITS;
+  r.uses = uses;
+  uint64_t first = 0, last = 0, par = 0, e = 0;
+  for (uint64_t k = r.k0; cco_impl_coll_stage_run(&r, k, &e, &first, &last, &par); k = e) {
+    uint64_t dst = buf0 + (uint64_t)c->me * stride + par * CCO_IMPL_COLL_STAGE_BUF_BYTES + first * c->es;
     cco_impl_coll_span in = cco_impl_coll_span_make(c->send + first * c->es, 0, 1, dst, 0, 1, 0, -1, last - first);
     cco_impl_coll_copy(&in, c->es, c->tid, c->nthr);
   }
@@ -493,18 +519,11 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_oneshot_staged(const cco_impl_col
       const volatile uint64_t* slot = (const volatile uint64_t*)ccoGetLsaPeerPtr(c->a.scratchWin, (int)p, slotOff);
       bad |= slot[0] != sig || slot[1] != 1u;
     }
-  /* Every thread goes through the gate once, also in a part without a
-   * chunk (its span is empty). */
-  int stored = 1;
-  for (uint64_t k = c->part, gated = 0; stored && (k < chunks || !gated); k += c->nParts, gated = 1) {
-    uint64_t first = 0, last = 0, par = 0;
-    if (k < chunks) {
-      first = cco_impl_coll_grid_elem(&g, k * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
-      last = (k + 1u) * CCO_IMPL_COLL_STAGE_CHUNK_UNITS >= g.units
-                 ? g.n
-                 : cco_impl_coll_grid_elem(&g, (k + 1u) * CCO_IMPL_COLL_STAGE_CHUNK_UNITS);
-      par = uses[k] & 1u;
-    }
+  /* Every thread goes through the gate once, with the first run or with
+   * nothing when the part has no data. */
+  int stored = 1, more = cco_impl_coll_stage_run(&r, r.k0, &e, &first, &last, &par);
+  if (!more) first = last = par = 0;
+  for (int gated = 0; stored && (more || !gated); gated = 1) {
     cco_impl_coll_span s = cco_impl_coll_span_make(buf0 + par * CCO_IMPL_COLL_STAGE_BUF_BYTES + first * c->es, stride,
                                                    c->n, c->recv + first * c->es, 0, 1, 0, -1, last - first);
     if (!gated) {
@@ -514,12 +533,13 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_oneshot_staged(const cco_impl_col
     } else {
       cco_impl_coll_reduce_typed(&s, c);
     }
+    more = more && cco_impl_coll_stage_run(&r, e, &e, &first, &last, &par);
   }
   /* The chunks' next uses, once every thread is done with this one, and
    * seen by all of them before a next call in the same kernel. */
   ccoCoopSync(ccoCoopBlock);
   if (c->tid == 0)
-    for (uint64_t k = c->part; k < counted; k += c->nParts) uses[k]++;
+    for (uint64_t k = r.k0; k < r.k1; k++) uses[k]++;
   ccoCoopSync(ccoCoopBlock);
   return stored ? ccoDevSuccess : ccoDevInvalid;
 }

@@ -168,7 +168,7 @@ CCO_DEVICE_INLINE uint64_t cco_impl_ll_chunk(const cco_impl_coll_ll_call* L, uin
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_ll_run(const cco_impl_coll_ll_call* L, ccoDataType_t dt, ccoRedOp_t op) {
   const uint64_t pairs = (L->bytes + 7u) / 8u;
   const uint64_t chunks = (pairs + CCO_IMPL_COLL_LL_CHUNK_PAIRS - 1u) / CCO_IMPL_COLL_LL_CHUNK_PAIRS;
-  const uint64_t myChunks = chunks > L->part ? (chunks - L->part + L->nParts - 1u) / L->nParts : 0;
+  const uint64_t myChunks = chunks > L->part ? cco_impl_div_u64(chunks - L->part + L->nParts - 1u, L->nParts) : 0;
   const uint64_t owned = myChunks * CCO_IMPL_COLL_LL_CHUNK_PAIRS;
   const int lpw = cco_impl_coll_lanes_per_word(dt), lanes = 2 * lpw;
   uint64_t myStage = L->stage0 + (uint64_t)L->me * L->stride;

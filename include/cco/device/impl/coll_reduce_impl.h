@@ -193,6 +193,14 @@ CCO_DEVICE_INLINE uint32_t cco_impl_coll_op(uint32_t acc, uint32_t x, ccoDataTyp
   return (b < a || a != a) ? x : acc;
 }
 
+/* a / b on 64-bit operands through the 32-bit division when both fit: GPUs
+ * have no 64-bit divide, and its emulation costs hundreds of cycles a call
+ * on the collectives' critical path, where the operands are counts that
+ * almost always fit. */
+CCO_HOST_DEVICE_INLINE uint64_t cco_impl_div_u64(uint64_t a, uint64_t b) {
+  return ((a | b) >> 32) == 0 ? (uint64_t)((uint32_t)a / (uint32_t)b) : a / b;
+}
+
 /* ------------------------------------------------------------- splitting */
 
 /*
@@ -213,7 +221,7 @@ CCO_HOST_DEVICE_INLINE cco_impl_coll_grid cco_impl_coll_grid_of(uint64_t addr, u
   g.n = n;
   g.per = 16u / es;
   g.shift = (addr & 15u) / es;
-  g.units = (n + g.shift + g.per - 1u) / g.per;
+  g.units = cco_impl_div_u64(n + g.shift + g.per - 1u, g.per);
   return g;
 }
 
@@ -228,7 +236,7 @@ CCO_HOST_DEVICE_INLINE uint64_t cco_impl_coll_grid_elem(const cco_impl_coll_grid
 CCO_HOST_DEVICE_INLINE void cco_impl_coll_piece(const cco_impl_coll_grid* g, uint64_t u0, uint64_t u1, uint64_t j,
                                                 uint64_t k, uint64_t* first, uint64_t* last) {
   uint64_t span = u1 - u0;
-  uint64_t a = u0 + span * j / k, b = u0 + span * (j + 1u) / k;
+  uint64_t a = u0 + cco_impl_div_u64(span * j, k), b = u0 + cco_impl_div_u64(span * (j + 1u), k);
   *first = cco_impl_coll_grid_elem(g, a);
   *last = b == g->units ? g->n : cco_impl_coll_grid_elem(g, b);
 }
@@ -259,7 +267,7 @@ CCO_DEVICE_INLINE cco_impl_coll_shape cco_impl_coll_shape_of(const cco_impl_coll
   cco_impl_coll_shape sh;
   uint64_t head = ((16u - (s->src & 15u)) & 15u) / es;
   sh.head = head < s->n ? head : s->n;
-  sh.vecs = (s->n - sh.head) / (16u / es);
+  sh.vecs = cco_impl_div_u64(s->n - sh.head, 16u / es);
   sh.tailFirst = sh.head + sh.vecs * (16u / es);
   uint64_t d = (s->dst + sh.head * es) | 16u;
   sh.dstAlign = (uint32_t)(d & (~d + 1u)); /* lowest set bit: 2, 4, 8 or 16 */
