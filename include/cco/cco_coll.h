@@ -21,8 +21,9 @@
  *   block waits for its peers' blocks of the same part);
  * - every LSA rank calls the same function with the same ccoCollArgs (see
  *   cco/cco_coll_types.h), each launch with the same nParts;
- * - part p uses LSA barrier a->barrierBase + p (so the device communicator
- *   needs lsaBarrierCount >= barrierBase + nParts), two syncs per call;
+ * - two syncs per call: on flags in the scratch area when there is one,
+ *   else on LSA barrier a->barrierBase + p for part p (the device
+ *   communicator needs lsaBarrierCount >= barrierBase + nParts either way);
  *   LL uses none;
  * - nParts <= CCO_COLL_MAX_PARTS; the scratch area (a->scratchWin at
  *   a->scratchOff, 16-byte aligned, ccoDevCollScratchBytes bytes, zeroed
@@ -56,11 +57,6 @@
  * whole input to every peer: it pays off only for small messages. */
 #define CCO_COLL_LL_MAX_BYTES 65536u
 
-/* The largest all-reduce, in bytes, that ccoDevAllReduceOneShot stages
- * through the scratch area (one barrier); larger ones pull the inputs
- * themselves between two barriers. The scratch holds two such buffers. */
-#define CCO_COLL_ONESHOT_STAGE_BYTES (1u << 20)
-
 /* How long a block waits for its peers, in nanoseconds, before it returns
  * ccoDevTimeout; 0 (the default) waits until the abort word is set, as
  * ccoLsaBarrierSync does: a rank may legitimately reach a collective long
@@ -75,17 +71,12 @@
 
 /* ------------------------------------------------------------ all-reduce */
 
-/* One-shot (pull). Up to CCO_COLL_ONESHOT_STAGE_BYTES, when the scratch
- * area is there (ccoDevCollScratchBytes): part p copies its piece of the
- * input into this rank's staging in the scratch, syncs once, and reduces
- * that piece of every peer's staging, in LSA rank order, into this rank's
- * output; the input is free again when the block returns, and in place is
- * allowed. Two staging buffers, taken by the parity of the barrier's epoch,
- * keep a fast rank's next call from overwriting what a slow peer still
- * reads. Larger calls, or without scratch: the same reduction of the peers'
- * inputs themselves, between two barriers (the second keeps inputs until
- * every peer has read them), in place through the two-shot schedule (the
- * same bits). Lowest latency with barriers. */
+/* One-shot (pull): after the first barrier, part p reduces its piece of
+ * every peer's input, in LSA rank order, into this rank's output; the
+ * second barrier keeps inputs until every peer has read them. Lowest
+ * latency with barriers. In place (recv == send) it runs the two-shot
+ * schedule instead, which gives the same bits: peers would still read an
+ * input that one-shot overwrites. */
 CCO_DEVICE_INLINE ccoDevStatus_t ccoDevAllReduceOneShot(const ccoDevComm* dc, const ccoCollArgs* a, uint32_t part,
                                                         uint32_t nParts) {
   return cco_impl_coll_run(dc, a, part, nParts, cco_impl_coll_oneshot);
@@ -230,8 +221,8 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoDevBroadcast(const ccoDevComm* dc, const cco
 
 /* ------------------------------------------------------------ scratch */
 
-/* Bytes of the scratch area per rank (signature slots, LL epochs, LL
- * staging, one-shot staging) for lsaSize ranks and up to nParts parts; 0 when nParts is 0 or
+/* Bytes of the scratch area per rank (the syncs' epochs and flags, LL
+ * epochs, LL staging) for lsaSize ranks and up to nParts parts; 0 when nParts is 0 or
  * more than CCO_COLL_MAX_PARTS. The layout depends on lsaSize only, so one
  * area serves calls with any nParts. */
 CCO_HOST_DEVICE_INLINE uint64_t ccoDevCollScratchBytes(int lsaSize, uint32_t nParts) {

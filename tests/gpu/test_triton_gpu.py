@@ -217,9 +217,7 @@ def check_coll(job, _dc):
     would wait for peers a step behind."""
     comm, n, me, count = job.comm, job.comm.lsa_size, job.comm.lsa_rank, 3001
     dc = comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_NONE, lsa_barrier_count=2))
-    # ccoDevCollScratchBytes(n, parts): the LL area, then the one-shot staging (slots, 2 x (1 MiB + 4 KiB))
-    region = 64 << 10
-    scratch = 4096 + 4 * job.comm.lsa_size * (64 << 10) + 4096 + 2 * ((1 << 20) + 4096)
+    region, scratch = 64 << 10, 4096 + (4 * (64 << 10) + 512) * job.comm.lsa_size  # ccoDevCollScratchBytes(n, parts)
     win = comm.register_window_alloc(2 * region + scratch)
     win.torch(torch.uint8, (2 * region + scratch,)).zero_()
     torch.cuda.synchronize()

@@ -69,7 +69,7 @@ ENTRY(k_convert)(const float* f, const uint16_t* h, uint32_t* out) {
 
 /* One rank alone: windows, scratch and resources are plain arrays; every
  * block then copies (a reduction of one input). */
-static uint64_t g_data[4096], g_scratch[400000], g_res[64]; /* the scratch: LL and one-shot staging */
+static uint64_t g_data[4096], g_scratch[120000], g_res[64];
 static uint32_t g_abort;
 static int32_t g_member0;
 static int g_bad;

@@ -7,14 +7,14 @@
 //   empty        an empty kernel (the launch floor in a graph)
 //   bar1, bar2   one and two LSA barriers, no work
 //   example      ccoExampleAllReduceBlock (examples/lsa_examples.h)
-//   lib_pull     ccoDevAllReduceOneShot without scratch (two barriers, no
-//                staging), fp32 sum constant, signature 0
-//   lib          the same with the scratch (staged, one barrier)
+//   lib          ccoDevAllReduceOneShot, fp32 sum constant, signature 0
 //   lib_sig      the same with a signature (what ccoAllReduce launches)
 //   lib_ptr_sig  lib_sig with the device communicator in device memory,
 //                as the engine passes it
 //   frame_exsum  the library's checks and barrier frame around the example's sum
 //   exbar_libsum the example's barriers around the library's span reduction
+//   nocheck      the library's frame and reduction without its argument checks
+//   check_exbar  exbar_libsum with the library's argument checks before it
 //
 // Usage: ccorun -n 2 allreduce_floor_probe [--parts 16] [--reps 50] [--iters 20]
 // Prints one line per variant and size: us per call (rank 0) and whether
@@ -30,11 +30,11 @@
 #define THREADS 512
 
 enum {
-  V_EMPTY, V_BAR1, V_BAR2, V_EXAMPLE, V_LIB_PULL, V_LIB, V_LIB_SIG, V_LIB_PTR_SIG, V_FRAME_EXSUM, V_EXBAR_LIBSUM,
-  V_COUNT
+  V_EMPTY, V_BAR1, V_BAR2, V_EXAMPLE, V_LIB, V_LIB_SIG, V_LIB_PTR_SIG, V_FRAME_EXSUM, V_EXBAR_LIBSUM, V_NOCHECK,
+  V_CHECK_EXBAR, V_COUNT
 };
-static const char* const k_names[V_COUNT] = {"empty", "bar1", "bar2", "example", "lib_pull", "lib", "lib_sig",
-                                             "lib_ptr_sig", "frame_exsum", "exbar_libsum"};
+static const char* const k_names[V_COUNT] = {"empty", "bar1", "bar2", "example", "lib", "lib_sig", "lib_ptr_sig",
+                                             "frame_exsum", "exbar_libsum", "nocheck", "check_exbar"};
 
 static ccoComm* comm;
 
@@ -84,15 +84,18 @@ __global__ void __launch_bounds__(THREADS) k_frame_exsum(ccoDevComm dc, ccoCollA
     size_t first = (size_t)blockIdx.x * a.count / gridDim.x, last = ((size_t)blockIdx.x + 1) * a.count / gridDim.x;
     ccoExampleSumRange(&w, a.sendOff, a.recvOff, first, last, ccoExampleF32, threadIdx.x, blockDim.x);
   }
-  note(cco_impl_coll_close(&f, 1), bad);
+  note(cco_impl_coll_close(&f, &c, 1), bad);
 }
 
-// The example's barriers around the library's reduction of the same piece.
+// The example's barriers around the library's reduction of the same piece;
+// with `check`, after the library's argument checks.
+template <bool check>
 __global__ void __launch_bounds__(THREADS) k_exbar_libsum(ccoDevComm dc, ccoCollArgs a, int* bad) {
   a.dtype = ccoFloat32;
   a.op = ccoSum;
   cco_impl_coll_ctx c;
   cco_impl_coll_ctx_init(&c, &dc, &a, blockIdx.x, gridDim.x);
+  if (check && !cco_impl_coll_args_ok(&c, cco_impl_coll_oneshot)) return note(ccoDevInvalid, bad);
   ccoLsaBarrierSession s = ccoLsaBarrierSessionInit(&dc, blockIdx.x, ccoCoopBlock);
   ccoDevStatus_t st = ccoLsaBarrierSync(&s);
   if (st == ccoDevSuccess) {
@@ -103,6 +106,23 @@ __global__ void __launch_bounds__(THREADS) k_exbar_libsum(ccoDevComm dc, ccoColl
   }
   ccoLsaBarrierSessionEnd(&s);
   note(st, bad);
+}
+
+// The library's frame and reduction, without its argument checks.
+__global__ void __launch_bounds__(THREADS) k_nocheck(ccoDevComm dc, ccoCollArgs a, int* bad) {
+  a.dtype = ccoFloat32;
+  a.op = ccoSum;
+  a.signature = 0;
+  cco_impl_coll_ctx c;
+  cco_impl_coll_ctx_init(&c, &dc, &a, blockIdx.x, gridDim.x);
+  c.bytes = a.count * 4u;
+  cco_impl_coll_frame f;
+  cco_impl_coll_open(&f, &c, 1);
+  if (f.proceed) {
+    cco_impl_coll_span sp = cco_impl_coll_oneshot_span(&c);
+    cco_impl_coll_reduce(&sp, ccoFloat32, ccoSum, threadIdx.x, blockDim.x);
+  }
+  note(cco_impl_coll_close(&f, &c, 1), bad);
 }
 
 __global__ void fill_input(float* in, size_t count, int rank) {
@@ -116,18 +136,14 @@ static void launch(int v, int parts, cudaStream_t s, const ccoDevComm& dc, const
     case V_EMPTY: k_empty<<<parts, THREADS, 0, s>>>(dBad); break;
     case V_BAR1: k_bar<<<parts, THREADS, 0, s>>>(dc, 1, dBad); break;
     case V_BAR2: k_bar<<<parts, THREADS, 0, s>>>(dc, 2, dBad); break;
-    case V_LIB_PULL:
-      a.signature = 0;
-      a.scratchWin = NULL;
-      a.scratchBytes = 0;
-      k_lib<<<parts, THREADS, 0, s>>>(dc, a, dBad);
-      break;
     case V_EXAMPLE: k_example<<<parts, THREADS, 0, s>>>(dc, a, dBad); break;
     case V_LIB: a.signature = 0; k_lib<<<parts, THREADS, 0, s>>>(dc, a, dBad); break;
     case V_LIB_SIG: k_lib<<<parts, THREADS, 0, s>>>(dc, a, dBad); break;
     case V_LIB_PTR_SIG: k_lib_ptr<<<parts, THREADS, 0, s>>>(dDc, a, dBad); break;
     case V_FRAME_EXSUM: k_frame_exsum<<<parts, THREADS, 0, s>>>(dc, a, dBad); break;
-    case V_EXBAR_LIBSUM: k_exbar_libsum<<<parts, THREADS, 0, s>>>(dc, a, dBad); break;
+    case V_EXBAR_LIBSUM: k_exbar_libsum<false><<<parts, THREADS, 0, s>>>(dc, a, dBad); break;
+    case V_NOCHECK: k_nocheck<<<parts, THREADS, 0, s>>>(dc, a, dBad); break;
+    case V_CHECK_EXBAR: k_exbar_libsum<true><<<parts, THREADS, 0, s>>>(dc, a, dBad); break;
   }
 }
 

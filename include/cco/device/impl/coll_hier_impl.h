@@ -603,7 +603,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_hier_run(const ccoDevComm* dc, co
     cco_impl_hier_save(&h);
     workOk = agree;
   }
-  ccoDevStatus_t closed = cco_impl_coll_close(&f, workOk);
+  ccoDevStatus_t closed = cco_impl_coll_close(&f, &h.c, workOk);
   return st != ccoDevSuccess ? st : closed;
 }
 

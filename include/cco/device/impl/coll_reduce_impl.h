@@ -194,9 +194,8 @@ CCO_DEVICE_INLINE uint32_t cco_impl_coll_op(uint32_t acc, uint32_t x, ccoDataTyp
 }
 
 /* a / b on 64-bit operands through the 32-bit division when both fit: GPUs
- * have no 64-bit divide, and its emulation costs hundreds of cycles a call
- * on the collectives' critical path, where the operands are counts that
- * almost always fit. */
+ * have no 64-bit divide and emulate it in a long instruction sequence;
+ * the operands here are counts that almost always fit. */
 CCO_HOST_DEVICE_INLINE uint64_t cco_impl_div_u64(uint64_t a, uint64_t b) {
   return ((a | b) >> 32) == 0 ? (uint64_t)((uint32_t)a / (uint32_t)b) : a / b;
 }
@@ -303,100 +302,58 @@ CCO_DEVICE_INLINE void cco_impl_coll_reduce_edges(const cco_impl_coll_span* s, c
 
 /*
  * The reduction: thread tid of nthr takes vectors tid, tid + nthr, ...,
- * CCO_IMPL_COLL_UNROLL of them at a time (a round), so that many loads are
- * in flight; for each it loads every source (in source order: every rank
- * computes the same bits), combines lane by lane, converts once and stores
- * the same 16 bytes to every destination.
+ * CCO_IMPL_COLL_UNROLL of them at a time, so that many loads are in flight;
+ * for each it loads every source (in source order: every rank computes the
+ * same bits), combines lane by lane, converts once and stores the same 16
+ * bytes to every destination.
  */
-
-/* Loads and combines round `base` of every source into acc (zeros where a
- * vector is past the end: they keep the lanes defined and fold away). */
-CCO_DEVICE_INLINE void cco_impl_coll_round_load(const cco_impl_coll_span* s, const cco_impl_coll_shape* sh,
-                                                uint64_t src0, uint64_t base, ccoDataType_t dt, ccoRedOp_t op,
-                                                uint32_t nthr, uint32_t acc[CCO_IMPL_COLL_UNROLL][8]) {
-  const int lpw = cco_impl_coll_lanes_per_word(dt), lanes = 4 * lpw;
-  cco_impl_v16 x[CCO_IMPL_COLL_UNROLL];
-  /* Source 0 starts the accumulators. */
-  CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
-    uint64_t v = base + (uint64_t)u * nthr;
-    CCO_IMPL_UNROLL_ for (int l = 0; l < 8; l++) acc[u][l] = 0;
-    x[u] = v < sh->vecs ? cco_impl_ld_v16(src0 + v * 16u) : cco_impl_v16_make(acc[u]);
-  }
-  CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
-    CCO_IMPL_UNROLL_ for (int l = 0; l < 8; l++) {
-      if (l < lanes) acc[u][l] = cco_impl_coll_lane(cco_impl_v16_word(x[u], l / lpw), l, dt);
-    }
-  }
-  for (int32_t k = 1; k < s->nSrc; k++) {
-    uint64_t srck = src0 + (uint64_t)k * s->srcStride;
-    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
-      uint64_t v = base + (uint64_t)u * nthr;
-      if (v < sh->vecs) x[u] = cco_impl_ld_v16(srck + v * 16u);
-    }
-    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
-      CCO_IMPL_UNROLL_ for (int l = 0; l < 8; l++) {
-        if (l < lanes)
-          acc[u][l] = cco_impl_coll_op(acc[u][l], cco_impl_coll_lane(cco_impl_v16_word(x[u], l / lpw), l, dt), dt, op);
-      }
-    }
-  }
-}
-
-/* Stores round `base` of acc to every destination. */
-CCO_DEVICE_INLINE void cco_impl_coll_round_store(const cco_impl_coll_span* s, const cco_impl_coll_shape* sh,
-                                                 uint64_t dst0, uint64_t base, ccoDataType_t dt, uint32_t nthr,
-                                                 uint32_t acc[CCO_IMPL_COLL_UNROLL][8]) {
-  CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
-    uint64_t v = base + (uint64_t)u * nthr;
-    if (v >= sh->vecs) continue;
-    uint32_t w[4];
-    CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) w[m] = cco_impl_coll_pack(acc[u], m, dt);
-    cco_impl_v16 out = cco_impl_v16_make(w);
-    for (int32_t j = 0; j < s->nDst; j++) {
-      int32_t d = cco_impl_coll_dst_at(s, j);
-      if (d != s->dstSkip) cco_impl_st_v16(dst0 + (uint64_t)d * s->dstStride + v * 16u, out, sh->dstAlign);
-    }
-  }
-}
-
 CCO_DEVICE_INLINE void cco_impl_coll_reduce(const cco_impl_coll_span* s, ccoDataType_t dt, ccoRedOp_t op,
                                             uint32_t tid, uint32_t nthr) {
   const uint32_t es = cco_impl_coll_es(dt);
+  const int lpw = cco_impl_coll_lanes_per_word(dt), lanes = 4 * lpw;
   cco_impl_coll_shape sh = cco_impl_coll_shape_of(s, es);
   cco_impl_coll_reduce_edges(s, &sh, dt, op, tid, nthr);
   const uint64_t src0 = s->src + sh.head * es, dst0 = s->dst + sh.head * es;
   const uint64_t step = (uint64_t)nthr * CCO_IMPL_COLL_UNROLL;
   for (uint64_t base = tid; base < sh.vecs; base += step) {
-    uint32_t acc[CCO_IMPL_COLL_UNROLL][8];
-    cco_impl_coll_round_load(s, &sh, src0, base, dt, op, nthr, acc);
-    cco_impl_coll_round_store(s, &sh, dst0, base, dt, nthr, acc);
+    /* Zeros keep the unused lanes and vectors defined (and fold away). */
+    uint32_t acc[CCO_IMPL_COLL_UNROLL][8] = {{0}};
+    cco_impl_v16 x[CCO_IMPL_COLL_UNROLL];
+    /* Source 0 starts the accumulators. */
+    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
+      uint64_t v = base + (uint64_t)u * nthr;
+      x[u] = v < sh.vecs ? cco_impl_ld_v16(src0 + v * 16u) : cco_impl_v16_make(acc[u]);
+    }
+    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
+      CCO_IMPL_UNROLL_ for (int l = 0; l < 8; l++) {
+        if (l < lanes) acc[u][l] = cco_impl_coll_lane(cco_impl_v16_word(x[u], l / lpw), l, dt);
+      }
+    }
+    for (int32_t k = 1; k < s->nSrc; k++) {
+      uint64_t srck = src0 + (uint64_t)k * s->srcStride;
+      CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
+        uint64_t v = base + (uint64_t)u * nthr;
+        if (v < sh.vecs) x[u] = cco_impl_ld_v16(srck + v * 16u);
+      }
+      CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
+        CCO_IMPL_UNROLL_ for (int l = 0; l < 8; l++) {
+          if (l < lanes)
+            acc[u][l] = cco_impl_coll_op(acc[u][l], cco_impl_coll_lane(cco_impl_v16_word(x[u], l / lpw), l, dt), dt, op);
+        }
+      }
+    }
+    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
+      uint64_t v = base + (uint64_t)u * nthr;
+      if (v >= sh.vecs) continue;
+      uint32_t w[4];
+      CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) w[m] = cco_impl_coll_pack(acc[u], m, dt);
+      cco_impl_v16 out = cco_impl_v16_make(w);
+      for (int32_t j = 0; j < s->nDst; j++) {
+        int32_t d = cco_impl_coll_dst_at(s, j);
+        if (d != s->dstSkip) cco_impl_st_v16(dst0 + (uint64_t)d * s->dstStride + v * 16u, out, sh.dstAlign);
+      }
+    }
   }
-}
-
-/*
- * The same behind a gate: `bad` is this thread's vote, and the block's
- * verdict (any vote) is taken after the first round's loads are issued and
- * before anything is stored, so that the loads the verdict waits for (a
- * peer's signature) overlap with the data's. Every thread of the block must
- * call it. Returns 0, having stored nothing, when some thread voted bad.
- */
-CCO_DEVICE_INLINE int cco_impl_coll_reduce_gated(const cco_impl_coll_span* s, ccoDataType_t dt, ccoRedOp_t op,
-                                                 uint32_t tid, uint32_t nthr, uint32_t bad) {
-  const uint32_t es = cco_impl_coll_es(dt);
-  cco_impl_coll_shape sh = cco_impl_coll_shape_of(s, es);
-  const uint64_t src0 = s->src + sh.head * es, dst0 = s->dst + sh.head * es;
-  const uint64_t step = (uint64_t)nthr * CCO_IMPL_COLL_UNROLL;
-  uint32_t acc[CCO_IMPL_COLL_UNROLL][8];
-  uint64_t base = tid;
-  cco_impl_coll_round_load(s, &sh, src0, base, dt, op, nthr, acc); /* loads only what exists */
-  if (cco_impl_block_any(bad)) return 0;
-  cco_impl_coll_reduce_edges(s, &sh, dt, op, tid, nthr);
-  cco_impl_coll_round_store(s, &sh, dst0, base, dt, nthr, acc);
-  for (base += step; base < sh.vecs; base += step) {
-    cco_impl_coll_round_load(s, &sh, src0, base, dt, op, nthr, acc);
-    cco_impl_coll_round_store(s, &sh, dst0, base, dt, nthr, acc);
-  }
-  return 1;
 }
 
 /* The copy: source 0 only, the same vectors stored unchanged to every
