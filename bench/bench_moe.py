@@ -193,16 +193,22 @@ def rank_torch(tokens_list: List[int]) -> None:
     for tokens in tokens_list:
         x, w, ids = routing(torch, rank, tokens)
         flat = ids.flatten().long()
-        order = torch.argsort(flat, stable=True)  # rows by expert: what all_to_all_vdev_2d takes
+        # all_to_all_vdev_2d takes at most 16 splits per rank (its NUM_TILES): with more experts per
+        # rank (DeepSeek's 256 over 2-8 ranks), neighbouring experts of a rank share a split. The rows
+        # and bytes are the same; only the sort is coarser.
+        per_rank = EXPERTS // world
+        groups = min(per_rank, 16)
+        group = (flat // per_rank) * groups + (flat % per_rank) // (per_rank // groups)
+        order = torch.argsort(group, stable=True)  # rows by split: what all_to_all_vdev_2d takes
         rows = tokens * TOPK
         inp = symm((rows, HIDDEN), torch.bfloat16)
         inp.copy_(x.to(torch.bfloat16)[order // TOPK].to(dev))
-        splits = symm((EXPERTS,), torch.int64)
-        splits.copy_(torch.bincount(flat, minlength=EXPERTS).to(dev))
+        splits = symm((world * groups,), torch.int64)
+        splits.copy_(torch.bincount(group, minlength=world * groups).to(dev))
         out = symm((world * rows, HIDDEN), torch.bfloat16)
-        out_so = symm((2, EXPERTS), torch.int64)
+        out_so = symm((2, world * groups), torch.int64)
         back = symm((rows, HIDDEN), torch.bfloat16)
-        back_so = symm((2, EXPERTS), torch.int64)
+        back_so = symm((2, world * groups), torch.int64)
         dist.barrier()
 
         def dispatch():
