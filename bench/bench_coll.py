@@ -43,7 +43,8 @@ from typing import Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from perf_common import COMMON_KEYS, add_sweep_args, check_sweep_args, int_arg, json_line, sweep  # noqa: E402
+from perf_common import (COMMON_KEYS, NVSHMEM_ENV, add_sweep_args, check_sweep_args, int_arg, json_line,  # noqa: E402
+                         sweep)
 
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall")
 ALGOS = ("auto", "oneshot", "ll", "twoshot")
@@ -54,12 +55,6 @@ DEFAULT_SWEEP = (1 << 10, 256 << 20, 4)
 LATENCY_GOALS = {2: 0.9, 8: 0.7}  # all-reduce time / torch's better one, from LATENCY_RANGE
 LATENCY_RANGE = (1 << 10, 1 << 20)
 BANDWIDTH_GOAL, BANDWIDTH_FROM = 1.0, 16 << 20
-NVSHMEM_ENV = {
-    "NVSHMEM_DISABLE_NCCL": "1",
-    "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "1",
-    "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME": "lo",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
 SKIPPED = 77
 
 

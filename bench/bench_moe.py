@@ -21,25 +21,20 @@ at once (the ranks share one GPU); goal >= 0.8 of it in throughput mode. SMs use
 call (goal <= 24). After each rank count, ratio lines: cco bf16 (dispatch + combine) / torch's.
 """
 import argparse
-import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict, List
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from perf_common import COMMON_KEYS, json_line  # noqa: E402
+from perf_common import NVSHMEM_ENV, json_line, run_ranks_job  # noqa: E402
 
 HIDDEN, TOPK, EXPERTS, SCALE_BLOCK = 7168, 8, 256, 128
 ROUNDS, WARMUP = 20, 5
-NVSHMEM_ENV = {"NVSHMEM_DISABLE_NCCL": "1", "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "1",
-               "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME": "lo", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 def routing(torch, rank: int, tokens: int):
@@ -245,28 +240,10 @@ def run_job(args, job: str, ranks: int) -> List[dict]:
         env.setdefault("CCO_LIBRARY", str(lib))
     cmd = [str(Path(args.bin) / "ccorun"), "-t", str(args.timeout), "-n", str(ranks), sys.executable,
            str(Path(__file__).resolve()), "--rank-mode", job, "--tokens", args.tokens]
-    print(f"bench_moe: {shlex.join(cmd)}", file=sys.stderr, flush=True)
     if args.dry_run:
+        print(f"bench_moe: {shlex.join(cmd)}", file=sys.stderr, flush=True)
         return []
-    with tempfile.TemporaryDirectory() as tmp:
-        env["CCO_TORCH_STORE"] = str(Path(tmp) / "store")
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout + 60)
-            out, err, rc = proc.stdout, proc.stderr, proc.returncode
-        except subprocess.TimeoutExpired:
-            out, err, rc = "", "", 124
-    records = []
-    for line in out.splitlines():
-        obj = json.loads(line) if line.startswith("{") else None
-        if isinstance(obj, dict) and all(k in obj for k in COMMON_KEYS):
-            records.append(obj)
-            print(line, flush=True)
-        else:
-            print(line, file=sys.stderr, flush=True)
-    if rc != 0:
-        tail = " | ".join((err or out).strip().splitlines()[-6:])
-        print(f"bench_moe: {job}, {ranks} ranks: exit {rc}: {tail}", file=sys.stderr, flush=True)
-    return records
+    return run_ranks_job("bench_moe", f"{job}, {ranks} ranks", cmd, env, args.timeout + 60)
 
 
 def main() -> int:

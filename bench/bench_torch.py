@@ -23,13 +23,10 @@ figure each time. Lines: bench "torch", ref null for "CCO", "torch_nvshmem" / "t
 others, "backend" naming it; ratio lines have metric "ratio_us".
 """
 import argparse
-import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -37,7 +34,7 @@ from typing import Dict, List, Optional
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from perf_common import COMMON_KEYS, add_sweep_args, count, int_arg, json_line  # noqa: E402
+from perf_common import NVSHMEM_ENV, add_sweep_args, count, int_arg, json_line, run_ranks_job  # noqa: E402
 from bench_coll import gpu_driver_here  # noqa: E402
 from torch_timing import graph_us  # noqa: E402
 
@@ -46,12 +43,6 @@ PARTS = ("rendezvous", "allreduce")
 BACKENDS = ("CCO", "NVSHMEM", "CUDA")
 REFS = {"CCO": None, "NVSHMEM": "torch_nvshmem", "CUDA": "torch_cuda"}
 ITERS, GRAPH_TRIALS, GRAPH_WARMUP = 500, 7, 2
-NVSHMEM_ENV = {
-    "NVSHMEM_DISABLE_NCCL": "1",
-    "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "1",
-    "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME": "lo",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
 
 
 # ------------------------------------------------------------------- a rank
@@ -170,27 +161,7 @@ def run_backend(args: argparse.Namespace, backend: str, ranks: int) -> List[dict
     if lib.exists():
         env.setdefault("CCO_LIBRARY", str(lib))
     cmd = command(args, backend, ranks)
-    print(f"bench_torch: {shlex.join(cmd)}", file=sys.stderr, flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        env["CCO_TORCH_STORE"] = str(Path(tmp) / "store")
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout + 60)
-            out, err, rc = proc.stdout, proc.stderr, proc.returncode
-        except subprocess.TimeoutExpired:
-            out, err, rc = "", "", 124
-    records = []
-    for line in out.splitlines():
-        if line.startswith("{"):
-            obj = json.loads(line)
-            if isinstance(obj, dict) and all(k in obj for k in COMMON_KEYS):
-                records.append(obj)
-                print(line, flush=True)
-                continue
-        print(line, file=sys.stderr, flush=True)
-    if rc != 0:
-        tail = " | ".join((err or out).strip().splitlines()[-6:])
-        print(f"bench_torch: backend {backend}, {ranks} ranks: exit {rc}: {tail}", file=sys.stderr, flush=True)
-    return records
+    return run_ranks_job("bench_torch", f"backend {backend}, {ranks} ranks", cmd, env, args.timeout + 60)
 
 
 def ratios(results: Dict[str, List[dict]], ranks: int) -> List[str]:

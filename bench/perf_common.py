@@ -8,11 +8,25 @@ bench/bench_json.h: one object per measurement, starting with COMMON_KEYS.
 import argparse
 import json
 import math
+import os
 import re
-from typing import Iterator, List, Optional
+import shlex
+import subprocess
+import sys
+import tempfile
+from typing import Dict, Iterator, List, Optional
 
 # Keys every JSON line of a benchmark has, in this order (docs/perf.md).
 COMMON_KEYS = ("bench", "op", "bytes", "ranks", "iters", "metric", "value", "ref")
+
+# What torch's NVSHMEM backend needs to run with ranks sharing a GPU under MPS: no NCCL bootstrap,
+# no MPS thread-percentage check, the loopback interface for its unique-id bootstrap, no NVLS.
+NVSHMEM_ENV = {
+    "NVSHMEM_DISABLE_NCCL": "1",
+    "NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "1",
+    "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME": "lo",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 
 _SIZE = re.compile(r"^([0-9]+)([KkMmGg]?)$")
 _SHIFT = {"": 0, "k": 10, "m": 20, "g": 30}
@@ -131,3 +145,35 @@ def size_text(n: int, unit_suffix: str = "", sep: str = "") -> str:
         if n >= 1 << shift and n % (1 << shift) == 0:
             return f"{n >> shift}{sep}{unit}{unit_suffix}"
     return f"{n}{sep}B" if unit_suffix else str(n)
+
+
+def run_ranks_job(program: str, label: str, cmd: List[str], env: Dict[str, str], timeout: int) -> List[dict]:
+    """Runs one job of ranks (a ccorun command line) with a fresh torch store (CCO_TORCH_STORE, for
+    ranks that make a torch process group), and returns its benchmark lines, each also printed to
+    stdout; its other output goes to stderr, and a failure ends with the last lines of its output."""
+    print(f"{program}: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+    env = dict(env)
+    with tempfile.TemporaryDirectory() as tmp:
+        env["CCO_TORCH_STORE"] = os.path.join(tmp, "store")
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+            out, err, rc = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired:
+            out, err, rc = "", "", 124
+    records = []
+    for line in out.splitlines():
+        obj = None
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                obj = None
+        if isinstance(obj, dict) and all(k in obj for k in COMMON_KEYS):
+            records.append(obj)
+            print(line, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+    if rc != 0:
+        tail = " | ".join((err or out).strip().splitlines()[-6:])
+        print(f"{program}: {label}: exit {rc}: {tail}", file=sys.stderr, flush=True)
+    return records
