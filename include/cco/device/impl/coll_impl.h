@@ -318,8 +318,9 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_close(cco_impl_coll_frame* f, con
   if (f->useFlags) {
     int ignored = 0;
     if (f->st == ccoDevSuccess) st2 = cco_impl_coll_flag_sync(f, c, &ignored);
-    /* The epoch for the part's next call; the block syncs in the flag
-     * sync's reduction before any thread of it can open that call. */
+    /* The epoch for the part's next call, stored after the last sync and
+     * seen by every thread of the block (the sync below) before any of them
+     * can open that call. */
     if (c->tid == 0) cco_impl_st_relaxed_u32(f->epochHome, f->epoch);
     ccoCoopSync(ccoCoopBlock);
   } else {
@@ -506,7 +507,8 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_coll_run(const ccoDevComm* dc, const c
         /* In place, peers would still read this rank's input while it is
          * overwritten: the two-shot schedule gives the same bits safely.
          * Two calls, so that the usual case keeps its one destination a
-         * constant (0.5 us of a 6 us call on the H200). */
+         * constant (the H200 probe put up to 0.5 us of a 6 us call in the
+         * run-time choice, by difference between its variants). */
         if (c.send == c.recv) {
           s = cco_impl_coll_twoshot_span(&c);
           cco_impl_coll_reduce_typed(&s, &c);
