@@ -73,7 +73,9 @@ void cco_moe_layout(const ccoMoeConfig* c, int nRanks, cco_moe_layout_t* l) {
   sizes[ccoMoeRouting] = (uint64_t)c->maxTokensPerRank * (uint64_t)nRanks * 4u;
   sizes[ccoMoeRoutingIndices] = (uint64_t)c->maxTokensPerRank * k * 4u;
   sizes[ccoMoeRoutingWeights] = (uint64_t)c->maxTokensPerRank * k * 4u;
-  l->stateBytes = sizeof(ccoMoeDevState) + 2u * (uint64_t)nRanks * 8u;
+  /* The state, the signal arrays, then the dispatch parts' counters
+   * (ccoMoeDevState). */
+  l->stateBytes = sizeof(ccoMoeDevState) + 2u * (uint64_t)nRanks * 8u + (uint64_t)CCO_MOE_MAX_PARTS * 2u * (uint64_t)nRanks * 4u;
   uint64_t off = align_up(l->stateBytes, 256);
   for (int r = 0; r < ccoMoeNumRegions; r++) {
     l->offset[r] = off;

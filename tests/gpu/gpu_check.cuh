@@ -57,8 +57,9 @@ static inline int finish(void) {
 }
 
 // Waits for everything on a stream. A kernel stuck past limitS is a failure:
-// the communicator is aborted so device waits return, and the rank exits.
-static inline void wait_stream(cudaStream_t s, const char* what, double limitS) {
+// `comm` (the communicator the stuck work belongs to) is aborted so device
+// waits return, and the rank exits.
+static inline void wait_stream_of(cudaStream_t s, ccoComm* comm, const char* what, double limitS) {
   double t0 = now_s();
   for (;;) {
     cudaError_t e = cudaStreamQuery(s);
@@ -69,12 +70,15 @@ static inline void wait_stream(cudaStream_t s, const char* what, double limitS) 
     }
     if (now_s() - t0 > limitS) {
       CHECK(0, "%s: still running after %.0f s (hung); aborting the communicator", what, limitS);
-      ccoCommAbort(g_comm);
+      ccoCommAbort(comm);
       cudaDeviceSynchronize();
       exit(finish() | 1);
     }
     usleep(100);
   }
+}
+static inline void wait_stream(cudaStream_t s, const char* what, double limitS) {
+  wait_stream_of(s, g_comm, what, limitS);
 }
 
 #endif  // CCO_TESTS_GPU_CHECK_CUH_

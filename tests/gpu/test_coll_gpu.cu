@@ -485,7 +485,7 @@ static void test_mismatch(void) {
     size_t count = g_rank == 0 ? 40000 : 40001; // the same algorithm on every rank, other counts
     ccoResult_t r = ccoAllReduce(comm, b.send, b.recv, count, ccoFloat32, ccoSum, g_stream);
     CHECK(r == ccoSuccess, "mismatched counts: the call is enqueued (%s)", ccoGetLastError(comm));
-    wait_stream(g_stream, "mismatched counts", 60);
+    wait_stream_of(g_stream, comm, "mismatched counts", 60);
     ccoResult_t async = ccoSuccess;
     OK(ccoCommGetAsyncError(comm, &async));
     CHECK(async != ccoSuccess, "mismatched counts: the stream finished and the async error is %s (%s)",

@@ -69,7 +69,9 @@ typedef struct {
   uint64_t combArrive;     /* parts of this rank that finished copying */
   uint64_t dispEpoch;      /* the last dispatch that completed here */
   uint64_t pad[3];
-  /* followed by uint64_t dispDone[nRanks], combReady[nRanks] */
+  /* followed by uint64_t dispDone[nRanks], combReady[nRanks], then per
+   * part of a dispatch uint32_t count[nRanks], base[nRanks] (its tokens per
+   * destination and the slots it took there: see the dispatch) */
 } ccoMoeDevState;
 
 /* One call's arguments, by value into the kernels. Offsets are bytes in
@@ -114,15 +116,31 @@ CCO_DEVICE_INLINE uint64_t* cco_impl_moe_disp_done(const ccoMoeDevArgs* a, int l
 CCO_DEVICE_INLINE uint64_t* cco_impl_moe_comb_ready(const ccoMoeDevArgs* a, int lsa) {
   return cco_impl_moe_disp_done(a, lsa) + a->nRanks;
 }
+CCO_DEVICE_INLINE uint32_t* cco_impl_moe_part_counts(const ccoMoeDevArgs* a, uint32_t part) {
+  return (uint32_t*)(cco_impl_moe_comb_ready(a, (int)a->me) + a->nRanks) + (uint64_t)part * 2u * a->nRanks;
+}
 CCO_DEVICE_INLINE uint64_t cco_impl_moe_peer(const ccoMoeDevArgs* a, int lsa, uint64_t off) {
   return (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, lsa, off);
 }
 
+/* Loads in flight per lane of a row copy. */
+#define CCO_IMPL_MOE_COPY_UNROLL 8
+
 /* Copies `bytes` (a multiple of 16, both ends 16-byte aligned) with the
- * lanes of a warp. */
+ * lanes of a warp, CCO_IMPL_MOE_COPY_UNROLL loads in flight per lane
+ * before the first store: a 7 KiB row then waits for memory twice, not
+ * fourteen times. */
 CCO_DEVICE_INLINE void cco_impl_moe_copy(uint64_t dst, uint64_t src, uint64_t bytes, uint32_t lane, uint32_t lanes) {
-  for (uint64_t o = (uint64_t)lane * 16u; o < bytes; o += (uint64_t)lanes * 16u)
-    cco_impl_st_v16(dst + o, cco_impl_ld_v16(src + o), 16u);
+  const uint64_t stride = (uint64_t)lanes * 16u;
+  for (uint64_t o = (uint64_t)lane * 16u; o < bytes; o += stride * CCO_IMPL_MOE_COPY_UNROLL) {
+    cco_impl_v16 v[CCO_IMPL_MOE_COPY_UNROLL];
+    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_MOE_COPY_UNROLL; u++) {
+      if (o + (uint64_t)u * stride < bytes) v[u] = cco_impl_ld_v16(src + o + (uint64_t)u * stride);
+    }
+    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_MOE_COPY_UNROLL; u++) {
+      if (o + (uint64_t)u * stride < bytes) cco_impl_st_v16(dst + o + (uint64_t)u * stride, v[u], 16u);
+    }
+  }
 }
 
 /* 4-byte words, for the small per-token arrays. */
@@ -152,11 +170,12 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_exchange(const ccoDevComm* dc, con
 
 /* ------------------------------------------------------------ dispatch */
 
-/* Lane 0 of a warp: the slot of token t at every rank (-1: not sent
- * there), into the routing row, and the token's expert ids and weights
- * into the routing's rows (combine reads them all). */
-CCO_DEVICE_INLINE void cco_impl_moe_take_slots(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t t,
-                                               uint64_t parity) {
+/* Token t's routing (one thread): its expert ids and weights into the
+ * routing's rows (combine reads them all), and for every rank it goes to
+ * (once, however many of its experts that rank owns) its index among this
+ * part's tokens for that rank, counted in `count`; -1 in the routing row
+ * for the other ranks. */
+CCO_DEVICE_INLINE void cco_impl_moe_route(const ccoMoeDevArgs* a, uint32_t t, uint32_t* count) {
   int32_t* route = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting) + (uint64_t)t * a->nRanks;
   int32_t* ids = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + (uint64_t)t * a->topk;
   const int32_t* idx = (const int32_t*)(uintptr_t)a->indices + (uint64_t)t * a->topk;
@@ -176,9 +195,7 @@ CCO_DEVICE_INLINE void cco_impl_moe_take_slots(const ccoDevComm* dc, const ccoMo
     }
     uint32_t d = (uint32_t)e / a->expertsPerRank;
     if (route[d] != -1) continue; /* this rank gets the token once */
-    uint64_t* counter = &cco_impl_moe_state(a, (int)d)->slotCounter[parity];
-    uint64_t slot = ccoLsaSignalAdd(dc, counter, 1u);
-    route[d] = slot < a->maxRecv ? (int32_t)slot : -2; /* -2: no room; the receiver reports it */
+    route[d] = (int32_t)cco_impl_atomic_add_release_u32(&count[d], 1u);
   }
 }
 
@@ -202,20 +219,51 @@ CCO_DEVICE_INLINE void cco_impl_moe_send(const ccoMoeDevArgs* a, uint32_t t, uin
   }
 }
 
-/* Part `part` of nParts of a dispatch: its warps send tokens part * warps +
- * w, striding by every warp of the launch; the last part to finish does
- * the exchange. */
+/*
+ * Part `part` of nParts of a dispatch takes a contiguous share of the
+ * tokens and sends them in three steps, a block sync between each:
+ *   1. each thread routes tokens of the share (cco_impl_moe_route): their
+ *      index among the share's tokens for each rank they go to, counted
+ *      per rank in the part's own counters;
+ *   2. thread d takes the share's slots at rank d with one atomic add of
+ *      its count (one remote atomic per part and rank, not per token, and
+ *      all ranks' at once), and zeroes the count for the next dispatch;
+ *   3. each thread turns its tokens' indices into slots (-2 past the last
+ *      slot: no room; the receiver reports it), then each warp copies the
+ *      tokens of the share to their slots, a token at a time.
+ * The last part to finish does the exchange.
+ */
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc, const ccoMoeDevArgs* a,
                                                             uint32_t part, uint32_t nParts) {
   uint32_t lanes = ccoCoopSize(ccoCoopWarp), lane = ccoCoopRank(ccoCoopWarp);
-  uint32_t warps = ccoCoopSize(ccoCoopBlock) / lanes, warp = ccoCoopRank(ccoCoopBlock) / lanes;
+  uint32_t tid = ccoCoopRank(ccoCoopBlock), nthr = ccoCoopSize(ccoCoopBlock);
+  uint32_t warps = nthr / lanes, warp = tid / lanes;
   ccoMoeDevState* me = cco_impl_moe_state(a, (int)a->me);
   uint64_t epoch = cco_impl_ld_acquire_u64(&me->dispEpoch) + 1u;
   uint64_t parity = epoch & 1u;
-  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting);
-  for (uint32_t t = part * warps + warp; t < a->numTokens; t += nParts * warps) {
-    if (lane == 0) cco_impl_moe_take_slots(dc, a, t, parity);
-    ccoCoopSync(ccoCoopWarp); /* the lanes read the slots lane 0 took */
+  const uint32_t t0 = (uint32_t)((uint64_t)a->numTokens * part / nParts);
+  const uint32_t t1 = (uint32_t)((uint64_t)a->numTokens * (part + 1u) / nParts);
+  uint32_t* perRank = cco_impl_moe_part_counts(a, part);
+  uint32_t* base = perRank + a->nRanks;
+  int32_t* route = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting);
+  for (uint32_t t = t0 + tid; t < t1; t += nthr) cco_impl_moe_route(a, t, perRank);
+  ccoCoopSync(ccoCoopBlock);
+  for (uint32_t d = tid; d < a->nRanks; d += nthr) {
+    uint32_t n = perRank[d];
+    base[d] = n ? (uint32_t)ccoLsaSignalAdd(dc, &cco_impl_moe_state(a, (int)d)->slotCounter[parity], n) : 0u;
+    perRank[d] = 0;
+  }
+  ccoCoopSync(ccoCoopBlock);
+  for (uint32_t t = t0 + tid; t < t1; t += nthr) {
+    for (uint32_t d = 0; d < a->nRanks; d++) {
+      int32_t* r = &route[(uint64_t)t * a->nRanks + d];
+      if (*r < 0) continue;
+      uint64_t slot = (uint64_t)base[d] + (uint64_t)*r;
+      *r = slot < a->maxRecv ? (int32_t)slot : -2;
+    }
+  }
+  ccoCoopSync(ccoCoopBlock);
+  for (uint32_t t = t0 + warp; t < t1; t += warps) {
     for (uint32_t d = 0; d < a->nRanks; d++) {
       int32_t slot = route[(uint64_t)t * a->nRanks + d];
       if (slot >= 0) cco_impl_moe_send(a, t, d, (uint32_t)slot, lane, lanes);
@@ -258,22 +306,42 @@ CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoMoeDevArgs* a, uint32_t t, u
   const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting) + (uint64_t)t * a->nRanks;
   uint64_t rowBytes = (uint64_t)a->hidden * 2u;
   uint64_t dst = a->out + (uint64_t)t * rowBytes;
-  for (uint64_t o = (uint64_t)lane * 16u; o < rowBytes; o += (uint64_t)lanes * 16u) {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (uint32_t d = 0; d < a->nRanks; d++) {
-      int32_t slot = route[d];
-      if (slot < 0) continue;
-      cco_impl_v16 v = cco_impl_ld_v16(cco_impl_moe_peer(a, (int)d, a->offCombIn + (uint64_t)slot * rowBytes + o));
-      CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) {
-        uint32_t w = cco_impl_v16_word(v, m);
-        acc[2 * m] += ccoBfloat16ToFloat((uint16_t)w);
-        acc[2 * m + 1] += ccoBfloat16ToFloat((uint16_t)(w >> 16));
+  const uint32_t zero[4] = {0, 0, 0, 0};
+  /* Two vectors per lane and four ranks at a time: eight loads in flight
+   * before the first is summed, the sum still in rank order. */
+  const uint64_t stride = (uint64_t)lanes * 16u;
+  for (uint64_t o = (uint64_t)lane * 16u; o < rowBytes; o += 2u * stride) {
+    float acc[2][8] = {{0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}};
+    for (uint32_t d0 = 0; d0 < a->nRanks; d0 += 4u) {
+      cco_impl_v16 v[4][2];
+      int32_t slot[4];
+      CCO_IMPL_UNROLL_ for (int i = 0; i < 4; i++) {
+        slot[i] = d0 + (uint32_t)i < a->nRanks ? route[d0 + (uint32_t)i] : -1;
+        uint64_t row = slot[i] >= 0 ? cco_impl_moe_peer(a, (int)(d0 + (uint32_t)i), a->offCombIn + (uint64_t)slot[i] * rowBytes) : 0;
+        CCO_IMPL_UNROLL_ for (int h = 0; h < 2; h++) {
+          uint64_t at = o + (uint64_t)h * stride;
+          v[i][h] = slot[i] >= 0 && at < rowBytes ? cco_impl_ld_v16(row + at) : cco_impl_v16_make(zero);
+        }
+      }
+      CCO_IMPL_UNROLL_ for (int i = 0; i < 4; i++) {
+        if (slot[i] < 0) continue;
+        CCO_IMPL_UNROLL_ for (int h = 0; h < 2; h++) {
+          CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) {
+            uint32_t w = cco_impl_v16_word(v[i][h], m);
+            acc[h][2 * m] += ccoBfloat16ToFloat((uint16_t)w);
+            acc[h][2 * m + 1] += ccoBfloat16ToFloat((uint16_t)(w >> 16));
+          }
+        }
       }
     }
-    uint32_t w[4];
-    CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) w[m] =
-        (uint32_t)ccoFloatToBfloat16(acc[2 * m]) | ((uint32_t)ccoFloatToBfloat16(acc[2 * m + 1]) << 16);
-    cco_impl_st_v16(dst + o, cco_impl_v16_make(w), 16u);
+    CCO_IMPL_UNROLL_ for (int h = 0; h < 2; h++) {
+      uint64_t at = o + (uint64_t)h * stride;
+      if (at >= rowBytes) continue;
+      uint32_t w[4];
+      CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) w[m] =
+          (uint32_t)ccoFloatToBfloat16(acc[h][2 * m]) | ((uint32_t)ccoFloatToBfloat16(acc[h][2 * m + 1]) << 16);
+      cco_impl_st_v16(dst + at, cco_impl_v16_make(w), 16u);
+    }
   }
   if (!a->outWeights) return;
   /* The dispatched weights are this rank's own copy: the owner's copy
