@@ -193,13 +193,13 @@ def rank_torch(tokens_list: List[int]) -> None:
         # and bytes are the same; only the sort is coarser.
         per_rank = EXPERTS // world
         groups = min(per_rank, 16)
-        group = (flat // per_rank) * groups + (flat % per_rank) // (per_rank // groups)
-        order = torch.argsort(group, stable=True)  # rows by split: what all_to_all_vdev_2d takes
+        split = (flat // per_rank) * groups + (flat % per_rank) // (per_rank // groups)
+        order = torch.argsort(split, stable=True)  # rows by split: what all_to_all_vdev_2d takes
         rows = tokens * TOPK
         inp = symm((rows, HIDDEN), torch.bfloat16)
         inp.copy_(x.to(torch.bfloat16)[order // TOPK].to(dev))
         splits = symm((world * groups,), torch.int64)
-        splits.copy_(torch.bincount(group, minlength=world * groups).to(dev))
+        splits.copy_(torch.bincount(split, minlength=world * groups).to(dev))
         out = symm((world * rows, HIDDEN), torch.bfloat16)
         out_so = symm((2, world * groups), torch.int64)
         back = symm((rows, HIDDEN), torch.bfloat16)

@@ -300,21 +300,12 @@ CCO_DEVICE_INLINE void cco_impl_coll_reduce_edges(const cco_impl_coll_span* s, c
     cco_impl_coll_reduce_elem(s, i < sh->head ? i : sh->tailFirst + (i - sh->head), dt, op);
 }
 
-/* Sources loaded together per vector: all CCO_IMPL_COLL_UNROLL x
- * CCO_IMPL_COLL_SRC_BATCH loads are issued before the first is combined. */
-#define CCO_IMPL_COLL_SRC_BATCH 2
-
 /*
- * The reduction: the edges one element per thread, then the whole
- * vectors: thread tid of nthr takes vectors tid, tid + nthr, ...,
- * CCO_IMPL_COLL_UNROLL of them at a time, and loads their sources
- * CCO_IMPL_COLL_SRC_BATCH at a time, every load of a batch issued before
- * the first is combined: an iteration waits for memory once per batch, not
- * once per source (on the H200 that wait was most of a small call's
- * reduction; a batch per lsaSize, up to 8, multiplied the kernels' code and
- * their compile time by ten for little more). Sources are combined in
- * source order whatever the batches: every rank computes the same bits.
- * Then it converts once and stores the same 16 bytes to every destination.
+ * The reduction: thread tid of nthr takes vectors tid, tid + nthr, ...,
+ * CCO_IMPL_COLL_UNROLL of them at a time, so that many loads are in flight;
+ * for each it loads every source (in source order: every rank computes the
+ * same bits), combines lane by lane, converts once and stores the same 16
+ * bytes to every destination.
  */
 CCO_DEVICE_INLINE void cco_impl_coll_reduce(const cco_impl_coll_span* s, ccoDataType_t dt, ccoRedOp_t op,
                                             uint32_t tid, uint32_t nthr) {
@@ -324,27 +315,30 @@ CCO_DEVICE_INLINE void cco_impl_coll_reduce(const cco_impl_coll_span* s, ccoData
   cco_impl_coll_reduce_edges(s, &sh, dt, op, tid, nthr);
   const uint64_t src0 = s->src + sh.head * es, dst0 = s->dst + sh.head * es;
   const uint64_t step = (uint64_t)nthr * CCO_IMPL_COLL_UNROLL;
-  const uint32_t zero[4] = {0, 0, 0, 0};
   for (uint64_t base = tid; base < sh.vecs; base += step) {
-    /* Zeros keep the unused lanes defined (and fold away). */
+    /* Zeros keep the unused lanes and vectors defined (and fold away). */
     uint32_t acc[CCO_IMPL_COLL_UNROLL][8] = {{0}};
-    for (int32_t k0 = 0; k0 < s->nSrc; k0 += CCO_IMPL_COLL_SRC_BATCH) {
-      cco_impl_v16 x[CCO_IMPL_COLL_UNROLL][CCO_IMPL_COLL_SRC_BATCH];
+    cco_impl_v16 x[CCO_IMPL_COLL_UNROLL];
+    /* Source 0 starts the accumulators. */
+    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
+      uint64_t v = base + (uint64_t)u * nthr;
+      x[u] = v < sh.vecs ? cco_impl_ld_v16(src0 + v * 16u) : cco_impl_v16_make(acc[u]);
+    }
+    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
+      CCO_IMPL_UNROLL_ for (int l = 0; l < 8; l++) {
+        if (l < lanes) acc[u][l] = cco_impl_coll_lane(cco_impl_v16_word(x[u], l / lpw), l, dt);
+      }
+    }
+    for (int32_t k = 1; k < s->nSrc; k++) {
+      uint64_t srck = src0 + (uint64_t)k * s->srcStride;
       CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
         uint64_t v = base + (uint64_t)u * nthr;
-        CCO_IMPL_UNROLL_ for (int k = 0; k < CCO_IMPL_COLL_SRC_BATCH; k++) {
-          x[u][k] = v < sh.vecs && k0 + k < s->nSrc ? cco_impl_ld_v16(src0 + (uint64_t)(k0 + k) * s->srcStride + v * 16u)
-                                                   : cco_impl_v16_make(zero); /* defined, never stored */
-        }
+        if (v < sh.vecs) x[u] = cco_impl_ld_v16(srck + v * 16u);
       }
       CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_COLL_UNROLL; u++) {
-        CCO_IMPL_UNROLL_ for (int k = 0; k < CCO_IMPL_COLL_SRC_BATCH; k++) {
-          if (k0 + k >= s->nSrc) continue;
-          CCO_IMPL_UNROLL_ for (int l = 0; l < 8; l++) {
-            if (l >= lanes) continue;
-            uint32_t y = cco_impl_coll_lane(cco_impl_v16_word(x[u][k], l / lpw), l, dt);
-            acc[u][l] = k0 + k == 0 ? y : cco_impl_coll_op(acc[u][l], y, dt, op);
-          }
+        CCO_IMPL_UNROLL_ for (int l = 0; l < 8; l++) {
+          if (l < lanes)
+            acc[u][l] = cco_impl_coll_op(acc[u][l], cco_impl_coll_lane(cco_impl_v16_word(x[u], l / lpw), l, dt), dt, op);
         }
       }
     }
