@@ -87,6 +87,10 @@ typedef struct {
   /* *addr += value, atomically (a GPU atomic on cuda, with a system-wide
    * fence first), once the stream's earlier work is done. */
   ccoResult_t (*add_value_async)(cco_platform* p, void* stream, uint64_t addr, uint64_t value);
+  /* Loads now what add_value_async needs (may be NULL: nothing to load),
+   * so that its first call does not load a module while kernels that wait
+   * for the caller run: a module load waits for them (a deadlock). */
+  ccoResult_t (*add_value_prepare)(cco_platform* p);
   /* n such stores in one driver call where the driver has one. */
   ccoResult_t (*write_values_async)(cco_platform* p, void* stream, unsigned n, const uint64_t* addrs,
                                     const uint64_t* values);

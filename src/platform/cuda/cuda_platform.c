@@ -34,7 +34,7 @@ typedef struct {
   cco_cu_stream stream;  /* private non-blocking stream for copy_to_device */
   size_t granularity;    /* recommended granularity of `prop` */
   cco_cu_mem_alloc_prop prop; /* what chunk_create asks for */
-  void* addModule;       /* add_value_async's kernel, loaded on first use */
+  void* addModule;       /* add_value_async's kernel, loaded on first use or by add_value_prepare */
   void* addKernel;
 } cuda_state;
 
@@ -526,18 +526,31 @@ static ccoResult_t cuda_kernel_get(cco_platform* p, void* module, const char* na
 static ccoResult_t cuda_launch(cco_platform* p, void* kernel, unsigned grid, unsigned threads, void* stream,
                                void** params);
 
-static ccoResult_t cuda_add_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value) {
-  cuda_state* s = state(p);
-  if (!s) return not_open("add_value_async");
+/* The add kernel, loaded once per context: *kernel. */
+static ccoResult_t add_kernel(cco_platform* p, cuda_state* s, void** kernel) {
   ccoResult_t res = ccoSuccess;
   pthread_mutex_lock(&g_add_lock);
   if (!s->addKernel) {
     if (!s->addModule) res = cuda_module_get(p, kAddValuePtx, &s->addModule);
     if (res == ccoSuccess) res = cuda_kernel_get(p, s->addModule, "cco_add_value", &s->addKernel);
   }
-  void* kernel = s->addKernel;
+  *kernel = s->addKernel;
   pthread_mutex_unlock(&g_add_lock);
-  CCO_CHECK(res);
+  return res;
+}
+
+static ccoResult_t cuda_add_value_prepare(cco_platform* p) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("add_value_prepare");
+  void* kernel = NULL;
+  return add_kernel(p, s, &kernel);
+}
+
+static ccoResult_t cuda_add_value_async(cco_platform* p, void* stream, uint64_t addr, uint64_t value) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("add_value_async");
+  void* kernel = NULL;
+  CCO_CHECK(add_kernel(p, s, &kernel));
   void* params[2] = {&addr, &value};
   return cuda_launch(p, kernel, 1, 1, stream, params);
 }
@@ -789,6 +802,7 @@ static const cco_platform_ops cuda_platform_ops = {
     .copy_batch_async = cuda_copy_batch_async,
     .write_value_async = cuda_write_value_async,
     .add_value_async = cuda_add_value_async,
+    .add_value_prepare = cuda_add_value_prepare,
     .write_values_async = cuda_write_values_async,
     .wait_value_async = cuda_wait_value_async,
     .peer_access = cuda_peer_access,

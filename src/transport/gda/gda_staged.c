@@ -764,6 +764,11 @@ ccoResult_t cco_gda_staged_create(cco_gda_proxy* px) {
   cco_net_rkey mine;
   CCO_CHECK(cco_net_mr_reg(px->net, s->mem, s->memBytes, CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE, &s->mr, &mine));
   s->rkeys[px->rank] = mine;
+  /* The proxy applies signal adds with a kernel of the platform's: loaded
+   * here, since the proxy's first add may come while a kernel waits for it
+   * (on the H200, a put+signal ring between two hosts replayed in a graph
+   * hung in that load). */
+  if (p->ops->add_value_prepare) CCO_CHECK(p->ops->add_value_prepare(p));
   CCO_INFO(GDA, "rank %d: staged GDA path: %.1f MiB pinned (landing %llu KiB per source, chunk %llu KiB)",
            px->rank, (double)s->memBytes / 1048576.0, (unsigned long long)(s->landBytes >> 10),
            (unsigned long long)(s->chunk >> 10));
