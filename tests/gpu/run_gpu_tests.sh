@@ -94,8 +94,9 @@ source "$here/triton_suite.sh"; triton_suite "$bin"
 # The collectives across two virtual hosts (hier: LSA in each host, GDA
 # between them through the proxy's staged path). Late in the suite: on
 # 2026-12-02 the 2-rank run (one rank per host) hung in the graph replay of
-# the stream calls (put+signal ring, wait, reset, quiet, barrier; the 4-rank
-# run passes), and a killed run can leave MPS unusable, hence the restart.
+# the stream calls (the proxy lazily loading its add kernel while kernels
+# waited for it; fixed, docs/gda.md), and a killed run can leave MPS
+# unusable, hence the restart.
 for n in 4 2; do
   run "collectives across two virtual hosts (hier; matrix, graphs replayed 100 times, errors, stream calls, \
 mismatch), $n ranks under MPS" "$bin/ccorun" -t 300 -n "$n" --virtual-hosts 2 -p "$bin/test_coll_gpu" --quick --replays 100
