@@ -95,7 +95,8 @@ CCO_DEVICE_INLINE uint64_t cco_impl_coll_wv_local(const cco_impl_coll_wv* v, uin
 }
 
 /* [off, off + bytes) lies in the window and starts on an `align` boundary
- * (a power of two) of the address. */
+ * (of the address: windows themselves are page aligned); align is a power
+ * of two (an element size, 8 or 16). */
 CCO_DEVICE_INLINE int cco_impl_coll_wv_has(const cco_impl_coll_wv* v, uint64_t off, uint64_t bytes, uint64_t align) {
   return v->present && ((v->base + off) & (align - 1u)) == 0 && off <= v->size && bytes <= v->size - off;
 }
@@ -167,11 +168,11 @@ CCO_HOST_DEVICE_INLINE int cco_impl_coll_mul(uint64_t x, uint64_t y, uint64_t* o
   return 1;
 }
 
-/* [off, off + bytes) lies in the window and starts on an `align` boundary
- * (of the address: windows themselves are page aligned); align is a power
- * of two (an element size, 8 or 16). */
+/* cco_impl_coll_wv_has for a window given by its descriptor (the blocks
+ * that check windows other than the context's). */
 CCO_DEVICE_INLINE int cco_impl_coll_in_window(ccoWindow_t w, uint64_t off, uint64_t bytes, uint64_t align) {
-  return w && ((w->winBase + off) & (align - 1u)) == 0 && cco_impl_window_has_range(w, (size_t)off, (size_t)bytes);
+  cco_impl_coll_wv v = cco_impl_coll_wv_of(w);
+  return cco_impl_coll_wv_has(&v, off, bytes, align);
 }
 
 CCO_HOST_DEVICE_INLINE int cco_impl_coll_overlap(uint64_t x, uint64_t xn, uint64_t y, uint64_t yn) {
