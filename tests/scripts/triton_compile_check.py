@@ -85,6 +85,48 @@ def load(path):
     return module
 
 
+def fused_specs():
+    """The fused GEMM ops' kernels (cco.ops.fused_kernels), each variant the
+    ops launch: (name, kernel, signature, constexprs, num_warps)."""
+    from cco.ops import fused, fused_kernels as K
+    ints = lambda *names: {n: "i32" for n in names}  # noqa: E731
+    tiles = {"BLOCK_M": fused.BLOCK_M, "BLOCK_N": fused.BLOCK_N, "BLOCK_K": fused.BLOCK_K, "GROUP_M": fused.GROUP_M}
+    jobs = []
+    for sdma in (False, True):
+        t = "sdma" if sdma else "lsa"
+        jobs.append((f"entry[{t}]", K.entry, {"dc": _I64, "ctrl": "*i64", **ints("n_reset", "W"), "SDMA": "constexpr",
+                                             "BLOCK": "constexpr"}, {"SDMA": sdma, "BLOCK": 1024}, 4))
+        for mode in (0, 1):
+            sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", "a_ptr": "*bf16", "b_ptr": "*bf16",
+                   **ints("M_A", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "rows_per_slot"),
+                   "send_off": _I64, "recv_off": _I64, "MODE": "constexpr", "SDMA": "constexpr", **{k: "constexpr" for k in tiles}}
+            jobs.append((f"gemm_push[{'scatter' if mode == 0 else 'broadcast'},{t}]", K.gemm_push, sig,
+                         {"MODE": mode, "SDMA": sdma, **tiles}, fused.NUM_WARPS))
+        sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", **ints("rows_per_slot", "push_tiles_n", "panels_per_source"),
+               "SDMA": "constexpr", "PUSH_BLOCK_M": "constexpr"}
+        jobs.append((f"finish_wait[{t}]", K.finish_wait, sig, {"SDMA": sdma, "PUSH_BLOCK_M": fused.BLOCK_M}, 1))
+        # one panel per source: Triton passes an int argument of 1 as a constant, not a tensor
+        one = {**sig, "panels_per_source": "constexpr", "push_tiles_n": "constexpr"}
+        jobs.append((f"finish_wait[{t},1 panel]", K.finish_wait, one,
+                     {"SDMA": sdma, "PUSH_BLOCK_M": fused.BLOCK_M, "panels_per_source": 1, "push_tiles_n": 1}, 1))
+        for per_dest in (False, True):  # noqa: B007
+            sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", "b_ptr": "*bf16", "out_ptr": "*bf16",
+                   **ints("rows_per_block", "N", "K", "stride_bk", "stride_bn", "stride_om", "stride_on"),
+                   "send_off": _I64, "recv_off": _I64, "chunk_rows": "i32", "PER_DEST": "constexpr", "SDMA": "constexpr",
+                   **{k: "constexpr" for k in tiles}}
+            jobs.append((f"gemm_pull[{'a2a' if per_dest else 'ag'},{t}]", K.gemm_pull, sig,
+                         {"PER_DEST": per_dest, "SDMA": sdma, **tiles}, fused.NUM_WARPS))
+    sig = {"recv_ptr": "*bf16", "out_ptr": "*bf16", **ints("rows_per_slot", "N", "W", "stride_om", "stride_on"),
+           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
+    jobs.append(("reduce_slots", K.reduce_slots, sig, {"BLOCK_M": fused.REDUCE_BLOCK_M, "BLOCK_N": fused.REDUCE_BLOCK_N},
+                 4))
+    for per_dest in (False, True):
+        sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", **ints("rows_per_block", "row_bytes"), "send_off": _I64,
+               "recv_off": _I64, "chunk_rows": "i32", "PER_DEST": "constexpr"}
+        jobs.append((f"sdma_post_rows[{'a2a' if per_dest else 'ag'}]", K.sdma_post_rows, sig, {"PER_DEST": per_dest}, 1))
+    return [(f"cco/ops/fused_kernels.py:{name}", *rest) for name, *rest in jobs]
+
+
 def compile_one(kernel, signature, constexprs, num_warps, arch, libs):
     # Triton 3.2 names the constants `constants`; later ones `constexprs`.
     if "constexprs" in inspect.signature(triton.compiler.ASTSource).parameters:
@@ -129,6 +171,7 @@ def main():
     jobs += [(f"tests/gpu/triton_kernels.py:{key}", *spec) for key, spec in triton_kernels.COMPILE_SPECS.items()]
     bench = load("bench/bench_triton.py")
     jobs += [(f"bench/bench_triton.py:{key}", *spec) for key, spec in bench.COMPILE_SPECS.items()]
+    jobs += fused_specs()
     for what, kernel, sig, consts, nw in jobs:
         t0 = time.time()
         try:

@@ -1,0 +1,172 @@
+"""The fused GEMM + communication ops (cco.ops.fused) on the GPU, as the
+ranks of one job (several ranks on one GPU need MPS: tests/gpu/mps.sh):
+
+    build/bin/ccorun -n 4 -p python3 tests/gpu/test_fused_gpu.py [--quick]
+
+Every op (gemm_rs, gemm_ar, gemm_ag, gemm_a2a, ag_gemm, a2a_gemm) over every
+transport (lsa, sdma, sequential, auto), on shapes that are not multiples of
+the tiles, against an fp32 reference that every rank computes from every
+rank's inputs (one seed per rank and round, so no communication is needed
+to check). Each case runs several rounds with new data (the counters and
+buffers are reused), then is captured in a CUDA graph and replayed with new
+inputs copied into the captured ones, every replay checked. The ops of one
+shape run interleaved, so one workspace serves calls of every kind. After
+each case the workspace's error word must be 0. Then a disagreement between
+ranks must raise on every rank instead of hanging. Rank 0 prints
+"test_fused_gpu: N passed, N failed"; exit 1 on a failure.
+"""
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")  # kernels wait for kernels of other ranks (docs/sdma.md)
+
+import torch  # noqa: E402
+
+from cco import CCOInvalidUsage  # noqa: E402
+from cco.launch import finalize, init_communicator  # noqa: E402
+from cco.ops import fused  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+ROUNDS = 2 if QUICK else 3
+REPLAYS = 2 if QUICK else 4
+TRANSPORTS = ["lsa", "sdma", "sequential", "auto"]
+# (rows per rank of the GEMM's A or of a block, K, N): not tile multiples; one bigger
+SHAPES = [(72, 136, 200), (300, 520, 392)] if QUICK else [(72, 136, 200), (300, 520, 392), (1000, 1024, 776)]
+
+
+class Job:
+    def __init__(self, comm):
+        self.comm, self.passed, self.failed = comm, 0, 0
+
+    def expect(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print(f"rank {self.comm.rank}: FAIL {what}", flush=True)
+
+
+def rank_inputs(op, rank, rnd, world, rows, k, n):
+    """Rank `rank`'s a and b of round rnd (CPU, fp32 values exact in bf16)."""
+    g = torch.Generator().manual_seed(100003 * rnd + 7919 * rank + 31 * fused.OPS.index(op))
+    a_rows = rows * world if op in ("gemm_rs", "gemm_ar", "gemm_a2a", "a2a_gemm") else rows
+    a = (torch.randint(-16, 17, (a_rows, k), generator=g).float() / 16).bfloat16().float()
+    b = (torch.randint(-16, 17, (k, n), generator=g).float() / 16).bfloat16().float()
+    return a, b
+
+
+def reference(op, me, rnd, world, rows, k, n):
+    ins = [rank_inputs(op, r, rnd, world, rows, k, n) for r in range(world)]
+    prods = [a @ b for a, b in ins]
+    if op == "gemm_rs":
+        return sum(prods)[me * rows:(me + 1) * rows]
+    if op == "gemm_ar":
+        return sum(prods)
+    if op == "gemm_ag":
+        return torch.cat(prods)
+    if op == "gemm_a2a":
+        return torch.cat([p[me * rows:(me + 1) * rows] for p in prods])
+    b = ins[me][1]
+    if op == "ag_gemm":
+        return torch.cat([a for a, _ in ins]) @ b
+    return torch.cat([a[me * rows:(me + 1) * rows] for a, _ in ins]) @ b  # a2a_gemm
+
+
+def close(got, want):
+    got = got.float().cpu()
+    if got.shape != want.shape:
+        return False, f"shape {list(got.shape)}, want {list(want.shape)}"
+    err = (got - want).abs().max().item()
+    scale = max(1.0, want.abs().max().item())
+    return err <= 2e-2 * scale, f"max error {err:.4g} (scale {scale:.4g})"
+
+
+def run_case(job, op, transport, shape):
+    comm = job.comm
+    world, me = comm.size, comm.rank
+    rows, k, n = shape
+    fn = getattr(fused, op)
+    what = f"{op} {transport} rows={rows} k={k} n={n}"
+    for rnd in range(ROUNDS):
+        a, b = rank_inputs(op, me, rnd, world, rows, k, n)
+        a, b = a.bfloat16().cuda(), b.bfloat16().cuda()
+        if rnd == 1:  # a transposed weight view: any strides of b
+            b = b.t().contiguous().t()
+        got = fn(a, b, comm, transport=transport)
+        torch.cuda.synchronize()
+        ok, detail = close(got, reference(op, me, rnd, world, rows, k, n))
+        job.expect(ok, f"{what} round {rnd}: {detail}")
+    # out= given
+    a, b = rank_inputs(op, me, 0, world, rows, k, n)
+    want = reference(op, me, 0, world, rows, k, n)
+    out = torch.full(tuple(want.shape), float("nan"), dtype=torch.bfloat16, device="cuda")
+    got = fn(a.bfloat16().cuda(), b.bfloat16().cuda(), comm, out=out, transport=transport)
+    torch.cuda.synchronize()
+    ok, detail = close(out, want)
+    job.expect(got is out and ok, f"{what} out=: {detail}")
+    # CUDA graph: capture once, replay with new inputs
+    a_in, b_in = a.bfloat16().cuda(), b.bfloat16().cuda()
+    fn(a_in, b_in, comm, transport=transport)  # warm-up outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            g_out = fn(a_in, b_in, comm, transport=transport)
+    torch.cuda.synchronize()
+    comm.barrier()
+    for rep in range(REPLAYS):
+        rnd = 10 + rep
+        a, b = rank_inputs(op, me, rnd, world, rows, k, n)
+        a_in.copy_(a.bfloat16())
+        b_in.copy_(b.bfloat16())
+        graph.replay()
+        torch.cuda.synchronize()
+        ok, detail = close(g_out, reference(op, me, rnd, world, rows, k, n))
+        job.expect(ok, f"{what} graph replay {rep}: {detail}")
+    del graph
+    st = fused.fused_status(comm)
+    job.expect(st == 0, f"{what}: the workspace's error word is {st}")
+
+
+def check_disagreement(job):
+    """Ranks that disagree on the shape raise (every rank), no hang."""
+    comm = job.comm
+    rows = 64 + (comm.rank % 2) * 8
+    a = torch.ones((rows, 64), dtype=torch.bfloat16, device="cuda")
+    b = torch.ones((64, 64), dtype=torch.bfloat16, device="cuda")
+    try:
+        fused.ag_gemm(a, b, comm, transport="lsa")
+        job.expect(False, "ranks with different shapes: no error")
+    except CCOInvalidUsage as exc:
+        job.expect("disagree" in str(exc), f"ranks with different shapes: {exc}")
+
+
+def main():
+    comm = init_communicator()
+    torch.cuda.set_device(comm.cuda_device)
+    job = Job(comm)
+    for shape in SHAPES:
+        for transport in TRANSPORTS:
+            for op in fused.OPS:
+                try:
+                    run_case(job, op, transport, shape)
+                except Exception:  # noqa: BLE001 - a failed case is reported, the others still run
+                    job.expect(False, f"{op} {transport} {shape}:\n{traceback.format_exc()}")
+                comm.barrier()
+    if comm.size > 1:
+        check_disagreement(job)
+    comm.barrier()
+    print(f"rank {comm.rank}: {job.passed} passed, {job.failed} failed", flush=True)
+    if comm.rank == 0:
+        print(f"test_fused_gpu: {job.passed} passed, {job.failed} failed", flush=True)
+    failed = job.failed
+    comm.destroy()
+    finalize()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
