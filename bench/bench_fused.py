@@ -121,6 +121,8 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
             ref = None
             for transport in ("sequential", "lsa", "sdma"):
                 got = fn(a, b, comm, transport=transport)
+                # before any synchronous copy (.item()): see docs/fused_ops.md on SDMA and synchronous calls
+                torch.cuda.synchronize()
                 if ref is None:
                     ref = got.float().clone()
                 else:  # the same result as the sequential path

@@ -97,11 +97,12 @@ def fused_specs():
         jobs.append((f"entry[{t}]", K.entry, {"dc": _I64, "ctrl": "*i64", **ints("n_reset", "W"), "SDMA": "constexpr",
                                              "BLOCK": "constexpr"}, {"SDMA": sdma, "BLOCK": 1024}, 4))
         for mode in (0, 1):
-            sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", "a_ptr": "*bf16", "b_ptr": "*bf16",
+            sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", "win_ptr": "*bf16", "a_ptr": "*bf16", "b_ptr": "*bf16",
                    **ints("M_A", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "rows_per_slot"),
-                   "send_off": _I64, "recv_off": _I64, "MODE": "constexpr", "SDMA": "constexpr", **{k: "constexpr" for k in tiles}}
+                   "send_off": _I64, "recv_off": _I64, "MODE": "constexpr", "SDMA": "constexpr", "ALIGNED": "constexpr",
+                   **{k: "constexpr" for k in tiles}}
             jobs.append((f"gemm_push[{'scatter' if mode == 0 else 'broadcast'},{t}]", K.gemm_push, sig,
-                         {"MODE": mode, "SDMA": sdma, **tiles}, fused.NUM_WARPS))
+                         {"MODE": mode, "SDMA": sdma, "ALIGNED": True, **tiles}, fused.NUM_WARPS))
         sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", **ints("rows_per_slot", "push_tiles_n", "panels_per_source"),
                "SDMA": "constexpr", "PUSH_BLOCK_M": "constexpr"}
         jobs.append((f"finish_wait[{t}]", K.finish_wait, sig, {"SDMA": sdma, "PUSH_BLOCK_M": fused.BLOCK_M}, 1))
@@ -110,12 +111,12 @@ def fused_specs():
         jobs.append((f"finish_wait[{t},1 panel]", K.finish_wait, one,
                      {"SDMA": sdma, "PUSH_BLOCK_M": fused.BLOCK_M, "panels_per_source": 1, "push_tiles_n": 1}, 1))
         for per_dest in (False, True):  # noqa: B007
-            sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", "b_ptr": "*bf16", "out_ptr": "*bf16",
+            sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", "win_ptr": "*bf16", "b_ptr": "*bf16", "out_ptr": "*bf16",
                    **ints("rows_per_block", "N", "K", "stride_bk", "stride_bn", "stride_om", "stride_on"),
                    "send_off": _I64, "recv_off": _I64, "chunk_rows": "i32", "PER_DEST": "constexpr", "SDMA": "constexpr",
-                   **{k: "constexpr" for k in tiles}}
+                   "ALIGNED": "constexpr", **{k: "constexpr" for k in tiles}}
             jobs.append((f"gemm_pull[{'a2a' if per_dest else 'ag'},{t}]", K.gemm_pull, sig,
-                         {"PER_DEST": per_dest, "SDMA": sdma, **tiles}, fused.NUM_WARPS))
+                         {"PER_DEST": per_dest, "SDMA": sdma, "ALIGNED": per_dest == sdma, **tiles}, fused.NUM_WARPS))
     sig = {"recv_ptr": "*bf16", "out_ptr": "*bf16", **ints("rows_per_slot", "N", "W", "stride_om", "stride_on"),
            "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
     jobs.append(("reduce_slots", K.reduce_slots, sig, {"BLOCK_M": fused.REDUCE_BLOCK_M, "BLOCK_N": fused.REDUCE_BLOCK_N},

@@ -274,6 +274,10 @@ class _Call:
         self.ws.ensure(self.plan.total)
         self.win = self.ws.win
         self.sdma = transport == "sdma"
+        # the window as elements of the call's type: the kernels address every region from it
+        self.elems = self.win.torch(a.dtype, (self.ws.size // a.element_size(),))
+        # rows of K and N elements keep every region offset a multiple of 16 bytes
+        self.aligned = k % 8 == 0 and n % 8 == 0
         self.launches: List[Tuple[Any, Tuple[int, ...], Tuple[Any, ...], Dict[str, Any]]] = []
 
     def add(self, kernel: Any, grid: Tuple[int, ...], args: Tuple[Any, ...], **consts: Any) -> None:
@@ -361,9 +365,9 @@ def _producer(call: str, comm: Any, a: Any, b: Any, out: Any, transport: str) ->
     blocks = world if mode == "scatter" else 1
     c.entry()
     c.add(K.gemm_push, (blocks * tiles_m * tiles_n,),
-          (ws.dc.ptr, c.win.handle, ws.ctrl, a, b, rows, n, a.shape[1], a.stride(0), a.stride(1), b.stride(0),
-           b.stride(1), per_slot, p.send_off, p.recv_off),
-          MODE=0 if mode == "scatter" else 1, SDMA=c.sdma, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+          (ws.dc.ptr, c.win.handle, ws.ctrl, c.elems, a, b, rows, n, a.shape[1], a.stride(0), a.stride(1),
+           b.stride(0), b.stride(1), per_slot, p.send_off, p.recv_off),
+          MODE=0 if mode == "scatter" else 1, SDMA=c.sdma, ALIGNED=c.aligned, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
           GROUP_M=GROUP_M, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
     recv = ws.view(p.recv_off, a.dtype, (world * per_slot, n))
     c.add(K.finish_wait, (1,), (ws.dc.ptr, c.win.handle, ws.ctrl, per_slot, tiles_n, tiles_m), SDMA=c.sdma,
@@ -420,9 +424,9 @@ def _consumer(call: str, comm: Any, a: Any, b: Any, out: Any, transport: str) ->
     else:
         c.barrier()  # every rank has staged its rows
     c.add(K.gemm_pull, (world * tiles_m * tiles_n,),
-          (ws.dc.ptr, c.win.handle, ws.ctrl, b, out, per_block, n, k, b.stride(0), b.stride(1), out.stride(0),
-           out.stride(1), p.send_off, p.recv_off, chunk_rows),
-          PER_DEST=per_dest, SDMA=c.sdma, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+          (ws.dc.ptr, c.win.handle, ws.ctrl, c.elems, b, out, per_block, n, k, b.stride(0), b.stride(1),
+           out.stride(0), out.stride(1), p.send_off, p.recv_off, chunk_rows),
+          PER_DEST=per_dest, SDMA=c.sdma, ALIGNED=c.aligned, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
           num_warps=NUM_WARPS, num_stages=NUM_STAGES)
     c.run()
     return out

@@ -84,6 +84,21 @@ def _tile_of(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
+def _elems_to(win, rank, offset, me, esize: tl.constexpr, ALIGNED: tl.constexpr):
+    """Elements from this rank's window base (the kernel's win_ptr) to byte
+    `offset` of rank's copy of the window. Triton vectorizes loads and stores
+    only through pointers it can prove 16-byte aligned: an address made from
+    an integer proves nothing, an aligned tensor argument plus a multiple of
+    8 elements does (ALIGNED: every offset the op uses is one, K and N % 8 == 0)."""
+    there = cco.Window.lsa_ptr(win, rank, offset).to(tl.int64, bitcast=True)
+    here = cco.Window.lsa_ptr(win, me, 0).to(tl.int64, bitcast=True)
+    e = (there - here) // esize
+    if ALIGNED:
+        e = (e // 8) * 8
+    return e
+
+
+@triton.jit
 def _matmul_tile(a_rows, a_mask_m, stride_ak, b_ptr, stride_bk, stride_bn, cols, mask_n, K,
                  BLOCK_K: tl.constexpr, acc):
     """acc += A[rows, :] @ B[:, cols]; a_rows points at column 0 of each row."""
@@ -122,8 +137,8 @@ def _panel_done(dc, win, ctrl, panel, tiles_m, tiles_n, tm, block, rows_per_slot
 
 
 @triton.jit
-def gemm_push(dc, win, ctrl, a_ptr, b_ptr, M_A, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-              rows_per_slot, send_off, recv_off, MODE: tl.constexpr, SDMA: tl.constexpr,
+def gemm_push(dc, win, ctrl, win_ptr, a_ptr, b_ptr, M_A, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+              rows_per_slot, send_off, recv_off, MODE: tl.constexpr, SDMA: tl.constexpr, ALIGNED: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """C = A @ B (A: M_A x K, B: K x N), every tile handed to its receivers.
 
@@ -162,8 +177,8 @@ def gemm_push(dc, win, ctrl, a_ptr, b_ptr, M_A, N, K, stride_am, stride_ak, stri
     # element offset of the tile in slot `me` of a receiver
     in_slot = (me * rows_per_slot + slot_rows).to(tl.int64)[:, None] * N + cols[None, :]
     if SDMA:
-        own = cco.Window.lsa_ptr(win, me, recv_off).to(tl.pointer_type(elt), bitcast=True)
-        send = cco.Window.lsa_ptr(win, me, send_off).to(tl.pointer_type(elt), bitcast=True)
+        own = win_ptr + _elems_to(win, me, recv_off, me, esize, ALIGNED)
+        send = win_ptr + _elems_to(win, me, send_off, me, esize, ALIGNED)
         if MODE == SCATTER:
             if block == me:  # the own block: straight into the own slot
                 tl.store(own + in_slot, c, mask=mask)
@@ -178,7 +193,7 @@ def gemm_push(dc, win, ctrl, a_ptr, b_ptr, M_A, N, K, stride_am, stride_ak, stri
                         True, BLOCK_M)
     else:
         if MODE == SCATTER:
-            dst = cco.Window.lsa_ptr(win, block, recv_off).to(tl.pointer_type(elt), bitcast=True)
+            dst = win_ptr + _elems_to(win, block, recv_off, me, esize, ALIGNED)
             tl.store(dst + in_slot, c, mask=mask)
             cco.Coop.sync(cco.CoopScope.BLOCK)
             if cco.Coop.rank(cco.CoopScope.BLOCK) == 0:
@@ -188,7 +203,7 @@ def gemm_push(dc, win, ctrl, a_ptr, b_ptr, M_A, N, K, stride_am, stride_ak, stri
         else:
             for i in range(1, W + 1):  # the peers first, the own copy last
                 peer = (me + i) % W
-                dst = cco.Window.lsa_ptr(win, peer, recv_off).to(tl.pointer_type(elt), bitcast=True)
+                dst = win_ptr + _elems_to(win, peer, recv_off, me, esize, ALIGNED)
                 tl.store(dst + in_slot, c, mask=mask)
             cco.Coop.sync(cco.CoopScope.BLOCK)
             if cco.Coop.rank(cco.CoopScope.BLOCK) == 0:
@@ -275,8 +290,9 @@ def sdma_post_rows(dc, win, ctrl, rows_per_block, row_bytes, send_off, recv_off,
 
 
 @triton.jit
-def gemm_pull(dc, win, ctrl, b_ptr, out_ptr, rows_per_block, N, K, stride_bk, stride_bn, stride_om, stride_on,
-              send_off, recv_off, chunk_rows, PER_DEST: tl.constexpr, SDMA: tl.constexpr,
+def gemm_pull(dc, win, ctrl, win_ptr, b_ptr, out_ptr, rows_per_block, N, K, stride_bk, stride_bn, stride_om,
+              stride_on, send_off, recv_off, chunk_rows, PER_DEST: tl.constexpr, SDMA: tl.constexpr,
+              ALIGNED: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """out = A @ B, where A's row block s (rows_per_block x K, row major)
     comes from source s: block 0 of its send (all-gather) or block me
@@ -306,16 +322,16 @@ def gemm_pull(dc, win, ctrl, b_ptr, out_ptr, rows_per_block, N, K, stride_bk, st
         src_block = 0
     if SDMA:
         if s == me:
-            base = cco.Window.lsa_ptr(win, me, send_off + src_block.to(tl.uint64) * block_bytes)
+            base = _elems_to(win, me, send_off + src_block.to(tl.uint64) * block_bytes, me, esize, ALIGNED)
         else:
             last_row = tl.minimum(tm * BLOCK_M + BLOCK_M, rows_per_block) - 1
             need = tl.load(ctrl + BASE_WORD + s).to(tl.uint64, bitcast=True) + (last_row // chunk_rows + 1).to(tl.uint64)
             st = cco.Sdma.wait_signal(dc, s, need, 0, coop=cco.CoopScope.BLOCK, timeout_ns=TIMEOUT_NS)
             _record(ctrl, st)
-            base = cco.Window.lsa_ptr(win, me, recv_off + s.to(tl.uint64) * block_bytes)
+            base = _elems_to(win, me, recv_off + s.to(tl.uint64) * block_bytes, me, esize, ALIGNED)
     else:
-        base = cco.Window.lsa_ptr(win, s, send_off + src_block.to(tl.uint64) * block_bytes)
-    a_rows = base.to(tl.pointer_type(elt), bitcast=True) + local_rows.to(tl.int64) * K
+        base = _elems_to(win, s, send_off + src_block.to(tl.uint64) * block_bytes, me, esize, ALIGNED)
+    a_rows = win_ptr + base + local_rows.to(tl.int64) * K
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc = _matmul_tile(a_rows, mask_m, 1, b_ptr, stride_bk, stride_bn, cols, mask_n, K, BLOCK_K, acc)
     rows = s * rows_per_block + local_rows
