@@ -99,9 +99,11 @@ def run_case(job, op, transport, shape):
         ok, detail = close(got, reference(op, me, rnd, world, rows, k, n))
         job.expect(ok, f"{what} round {rnd}: {detail}")
     # calls back to back, no synchronization between them: only the last result is checked
-    for rnd in range(3, 6):
-        a, b = rank_inputs(op, me, rnd, world, rows, k, n)
-        got = fn(a.bfloat16().cuda(), b.bfloat16().cuda(), comm, transport=transport)
+    # (inputs copied to the GPU first: a copy from pageable memory is synchronous, see docs/fused_ops.md)
+    ins = [[t.bfloat16().cuda() for t in rank_inputs(op, me, rnd, world, rows, k, n)] for rnd in range(3, 6)]
+    torch.cuda.synchronize()
+    for a, b in ins:
+        got = fn(a, b, comm, transport=transport)
     torch.cuda.synchronize()
     ok, detail = close(got, reference(op, me, 5, world, rows, k, n))
     job.expect(ok, f"{what} back to back: {detail}")
