@@ -38,6 +38,7 @@ from perf_common import NVSHMEM_ENV, json_line, run_ranks_job  # noqa: E402
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, INTER = 8192, 64, 8, 128, 28672
 CALLS, WARMUP, TRIALS = 10, 3, 5
+TRANSPORTS = os.environ.get("CCO_BENCH_FUSED_TRANSPORTS", "lsa,sdma").split(",")  # fused ones timed
 
 
 def layer_shape(layer: str, tokens: int, world: int):
@@ -119,7 +120,7 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
                 res["comm"] = timed_us(torch, lambda: comm.reduce_scatter(send, out=recv), comm.barrier)
                 nbytes = rows * n * 2
             ref = None
-            for transport in ("sequential", "lsa", "sdma"):
+            for transport in ["sequential"] + TRANSPORTS:
                 got = fn(a, b, comm, transport=transport)
                 # before any synchronous copy (.item()): see docs/fused_ops.md on SDMA and synchronous calls
                 torch.cuda.synchronize()
@@ -140,7 +141,7 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
                 for key in ("gemm", "comm", "sequential"):
                     print(json_line("fused", f"{op}_{key}", nbytes, world, CALLS * TRIALS, "us", res[key], None,
                                     layer=layer, tokens=tokens, m=full_rows, k=k, n=n), flush=True)
-                for transport in ("lsa", "sdma"):
+                for transport in TRANSPORTS:
                     t = res[transport]
                     print(json_line("fused", op, nbytes, world, CALLS * TRIALS, "us", t, "sequential",
                                     transport=transport, vs_sequential=round(t / seq, 3),

@@ -113,10 +113,11 @@ def fused_specs():
         for per_dest in (False, True):  # noqa: B007
             sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", "win_ptr": "*bf16", "b_ptr": "*bf16", "out_ptr": "*bf16",
                    **ints("rows_per_block", "N", "K", "stride_bk", "stride_bn", "stride_om", "stride_on"),
-                   "send_off": _I64, "recv_off": _I64, "chunk_rows": "i32", "PER_DEST": "constexpr", "SDMA": "constexpr",
-                   "ALIGNED": "constexpr", **{k: "constexpr" for k in tiles}}
+                   "send_off": _I64, "recv_off": _I64, "first_block": "i32", "PER_DEST": "constexpr",
+                   "SDMA": "constexpr", "ALIGNED": "constexpr", **{k: "constexpr" for k in tiles}}
             jobs.append((f"gemm_pull[{'a2a' if per_dest else 'ag'},{t}]", K.gemm_pull, sig,
                          {"PER_DEST": per_dest, "SDMA": sdma, "ALIGNED": per_dest == sdma, **tiles}, fused.NUM_WARPS))
+    jobs.append(("wait_rows", K.wait_rows, {"dc": _I64, "ctrl": "*i64", "chunks": "i32"}, {}, 1))
     sig = {"recv_ptr": "*bf16", "out_ptr": "*bf16", **ints("rows_per_slot", "N", "W", "stride_om", "stride_on"),
            "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
     jobs.append(("reduce_slots", K.reduce_slots, sig, {"BLOCK_M": fused.REDUCE_BLOCK_M, "BLOCK_N": fused.REDUCE_BLOCK_N},

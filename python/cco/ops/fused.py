@@ -423,11 +423,21 @@ def _consumer(call: str, comm: Any, a: Any, b: Any, out: Any, transport: str) ->
                                        p.recv_off, chunk_rows), PER_DEST=per_dest, num_warps=1)
     else:
         c.barrier()  # every rank has staged its rows
-    c.add(K.gemm_pull, (world * tiles_m * tiles_n,),
-          (ws.dc.ptr, c.win.handle, ws.ctrl, c.elems, b, out, per_block, n, k, b.stride(0), b.stride(1),
-           out.stride(0), out.stride(1), p.send_off, p.recv_off, chunk_rows),
-          PER_DEST=per_dest, SDMA=c.sdma, ALIGNED=c.aligned, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
-          num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+    pull = dict(PER_DEST=per_dest, SDMA=c.sdma, ALIGNED=c.aligned, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+                BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+
+    def gemm(first_block: int, blocks: int) -> None:
+        c.add(K.gemm_pull, (blocks * tiles_m * tiles_n,),
+              (ws.dc.ptr, c.win.handle, ws.ctrl, c.elems, b, out, per_block, n, k, b.stride(0), b.stride(1),
+               out.stride(0), out.stride(1), p.send_off, p.recv_off, first_block), **pull)
+
+    if c.sdma:  # the own rows while the copy engines bring the peers'
+        gemm(0, 1)
+        if world > 1:
+            c.add(K.wait_rows, (1,), (ws.dc.ptr, ws.ctrl, _cdiv(per_block, chunk_rows)), num_warps=1)
+            gemm(1, world - 1)
+    else:
+        gemm(0, world)
     c.run()
     return out
 

@@ -21,9 +21,10 @@ Two families:
   for the tiles sent to this rank (one small program), and ``reduce_slots``
   sums the slots for the reducing ops.
 - **consumer** (``gemm_pull``: all-gather -> GEMM, all-to-all -> GEMM): the
-  GEMM reads the A rows of source s straight from s's ``send`` over LSA, or
-  from its own ``recv`` once s's SDMA puts of those rows have landed,
-  polling per row chunk; its own rows come first.
+  GEMM reads the A rows of source s straight from s's ``send`` over LSA. Over
+  SDMA every rank posts its rows to its peers (``sdma_post_rows``, in
+  chunks), computes its own rows while the copy engines move them, waits
+  (``wait_rows``) and computes the peers' rows from its ``recv``.
 
 Each call starts with ``entry``: reset the counters, read the SDMA signal
 bases, LSA barrier 0 (every rank has finished the previous call, so its
@@ -290,24 +291,40 @@ def sdma_post_rows(dc, win, ctrl, rows_per_block, row_bytes, send_off, recv_off,
 
 
 @triton.jit
+def wait_rows(dc, ctrl, chunks):
+    """One program of one warp: waits until every peer's `chunks` SDMA puts
+    of this call's rows have landed in this rank's recv (the consumer ops
+    over SDMA, between the GEMM of the own rows and that of the peers')."""
+    me = cco.DevComm.lsa_rank(dc)
+    W = cco.DevComm.lsa_size(dc)
+    for i in range(1, W):
+        s = (me + i) % W
+        need = tl.load(ctrl + BASE_WORD + s).to(tl.uint64, bitcast=True) + tl.cast(chunks, tl.uint64)
+        st = cco.Sdma.wait_signal(dc, s, need, 0, coop=cco.CoopScope.BLOCK, timeout_ns=TIMEOUT_NS)
+        _record(ctrl, st)
+
+
+@triton.jit
 def gemm_pull(dc, win, ctrl, win_ptr, b_ptr, out_ptr, rows_per_block, N, K, stride_bk, stride_bn, stride_om,
-              stride_on, send_off, recv_off, chunk_rows, PER_DEST: tl.constexpr, SDMA: tl.constexpr,
-              ALIGNED: tl.constexpr,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    """out = A @ B, where A's row block s (rows_per_block x K, row major)
-    comes from source s: block 0 of its send (all-gather) or block me
-    (all-to-all, PER_DEST). LSA: loads straight from the source's window
-    (every rank staged it before the
-    barrier that precedes this kernel). SDMA: loads from slot s of the own recv once the chunk holding
-    the tile's rows has landed (the source posts chunks in order, so its
-    signal count says how many have). Own rows first."""
+              stride_on, send_off, recv_off, first_block, PER_DEST: tl.constexpr, SDMA: tl.constexpr,
+              ALIGNED: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              GROUP_M: tl.constexpr):
+    """out = A @ B over the row blocks first_block, first_block + 1, ... of
+    the rotation (block j comes from source (me + j) % W; the grid says how
+    many), where source s's block (rows_per_block x K, row major) is block 0
+    of its send (all-gather) or block me (all-to-all, PER_DEST). LSA: loads
+    straight from the source's window (every rank staged its rows before the
+    barrier that precedes this kernel). SDMA: loads from slot s of the own
+    recv (wait_rows ran before), or the own send for the own block. No
+    program of this kernel waits: on a GPU that ranks share, a waiting
+    program holds an SM the peer may need to deliver what it waits for."""
     me = cco.DevComm.lsa_rank(dc)
     W = cco.DevComm.lsa_size(dc)
     tiles_m = tl.cdiv(rows_per_block, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     per_block = tiles_m * tiles_n
     pid = tl.program_id(0)
-    s = (me + pid // per_block) % W
+    s = (me + first_block + pid // per_block) % W
     tm, tn = _tile_of(pid % per_block, tiles_m, tiles_n, GROUP_M)
     local_rows = tm * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = local_rows < rows_per_block
@@ -324,10 +341,6 @@ def gemm_pull(dc, win, ctrl, win_ptr, b_ptr, out_ptr, rows_per_block, N, K, stri
         if s == me:
             base = _elems_to(win, me, send_off + src_block.to(tl.uint64) * block_bytes, me, esize, ALIGNED)
         else:
-            last_row = tl.minimum(tm * BLOCK_M + BLOCK_M, rows_per_block) - 1
-            need = tl.load(ctrl + BASE_WORD + s).to(tl.uint64, bitcast=True) + (last_row // chunk_rows + 1).to(tl.uint64)
-            st = cco.Sdma.wait_signal(dc, s, need, 0, coop=cco.CoopScope.BLOCK, timeout_ns=TIMEOUT_NS)
-            _record(ctrl, st)
             base = _elems_to(win, me, recv_off + s.to(tl.uint64) * block_bytes, me, esize, ALIGNED)
     else:
         base = _elems_to(win, s, send_off + src_block.to(tl.uint64) * block_bytes, me, esize, ALIGNED)
