@@ -85,6 +85,16 @@ for n in 2 4 8; do
 $n ranks under MPS" "$bin/ccorun" -t 600 -n "$n" -p -x CCO_LIBRARY="$bin/../lib/libcco.so" \
     -x PYTHONPATH="$here/../../python" python3 "$here/test_moe_gpu.py"
 done
+pyx=(-x CCO_LIBRARY="$bin/../lib/libcco.so" -x PYTHONPATH="$here/../../python")
+for n in 2 4 8; do
+  run "fused GEMM + communication (six ops, LSA, SDMA, sequential and auto; rounds, back to back, out=, CUDA \
+graphs; a disagreement raises), $n ranks under MPS" "$bin/ccorun" -t 600 -n "$n" -p "${pyx[@]}" \
+    python3 "$here/test_fused_gpu.py" $([ "$n" -eq 8 ] && echo --quick)
+done
+run "example 05: tensor-parallel MLP (ag_gemm, gemm_rs), 4 ranks under MPS" \
+  "$bin/ccorun" -t 300 -n 4 -p "${pyx[@]}" python3 "$here/../../examples/python/05_tp_mlp.py"
+run "example 06: GEMM -> all-to-all (gemm_a2a), 4 ranks under MPS" \
+  "$bin/ccorun" -t 300 -n 4 -p "${pyx[@]}" python3 "$here/../../examples/python/06_gemm_a2a.py"
 store=$(mktemp -u /tmp/cco-torch-store.XXXXXX)
 run "collectives on a tensor of torch backend CCO (window_of), eager and in a CUDA graph, 2 ranks under MPS" \
   "$bin/ccorun" -t 600 -n 2 -p -x CCO_TORCH_STORE="$store" "${coll[@]}" --part backend

@@ -42,3 +42,10 @@ def test_barrier_example_under_mpirun():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, describe(proc)
     assert proc.stdout.count("(mpi, host") == 2, describe(proc)
+
+
+@pytest.mark.parametrize("example", ["05_tp_mlp.py", "06_gemm_a2a.py"])
+def test_gpu_only_examples_compile(example):
+    """The fused-op examples need a GPU (tests/gpu/run_gpu_tests.sh runs them); here they must compile."""
+    import py_compile
+    py_compile.compile(str(EXAMPLES / example), doraise=True, cfile=str(REPO / "build" / f"{example}.pyc"))
