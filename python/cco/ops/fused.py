@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..errors import CCOInvalidArgument, CCOInvalidUsage, CCOUnsupported, CCOError
 
@@ -142,7 +142,7 @@ class _Workspace:
         self.size = 0
         self.agreed: Set[Tuple[Any, ...]] = set()  # call keys every rank has checked
         self.loaded: Set[Tuple[Any, ...]] = set()  # (call key, workspace size) whose kernels every rank loaded
-        self.libs = None
+        self.libs: Optional[Dict[str, str]] = None  # extern_libs, found at the first launch
 
     @property
     def alive(self) -> bool:
