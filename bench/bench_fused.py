@@ -15,7 +15,9 @@ tensor parallelism over --ranks, sequence parallel between the layers:
 
 Per shape, the cco job times: the GEMM alone (torch.matmul, cuBLAS), the collective alone (cco's
 all_gather / reduce_scatter on window buffers), the sequential path (transport="sequential":
-torch.matmul and the cco collective), and the fused op over LSA and over SDMA; the torch job times
+torch.matmul and the cco collective), and the fused op over LSA and over SDMA, each with the GEMM
+tile configs of CCO_BENCH_FUSED_TILES (BLOCK_N x stages, default 128x3,256x3,128x4; its figure is
+the best, named in the line); CCO_BENCH_FUSED_TRANSPORTS picks the transports (lsa,sdma); the torch job times
 torch.distributed._symmetric_memory.fused_all_gather_matmul / fused_matmul_reduce_scatter on its
 "NVSHMEM" backend, and its GEMM alone. Timing: every rank at once, 10 calls back to back between
 CUDA events after 3 warm-up calls, each trial after a barrier, the median of 5 trials, the slowest
@@ -39,6 +41,8 @@ from perf_common import NVSHMEM_ENV, json_line, run_ranks_job  # noqa: E402
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, INTER = 8192, 64, 8, 128, 28672
 CALLS, WARMUP, TRIALS = 10, 3, 5
 TRANSPORTS = os.environ.get("CCO_BENCH_FUSED_TRANSPORTS", "lsa,sdma").split(",")  # fused ones timed
+# GEMM tile configs (BLOCK_N, stages) each fused transport is timed with; its figure is the best
+TILES = [tuple(int(v) for v in t.split("x")) for t in os.environ.get("CCO_BENCH_FUSED_TILES", "128x3,256x3,128x4").split(",")]
 
 
 def layer_shape(layer: str, tokens: int, world: int):
@@ -85,6 +89,7 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
     sys.path.insert(0, str(REPO / "python"))
     from cco.launch import finalize, init_communicator
     from cco.ops import fused
+    DEFAULT_TILES = (fused.BLOCK_N, fused.NUM_STAGES)
 
     comm = init_communicator(per_rank_vmm=8 << 30)
     torch.cuda.set_device(comm.cuda_device)
@@ -120,6 +125,7 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
                 res["comm"] = timed_us(torch, lambda: comm.reduce_scatter(send, out=recv), comm.barrier)
                 nbytes = rows * n * 2
             ref = None
+            best_tiles: Dict[str, str] = {}
             for transport in ["sequential"] + TRANSPORTS:
                 got = fn(a, b, comm, transport=transport)
                 # before any synchronous copy (.item()): see docs/fused_ops.md on SDMA and synchronous calls
@@ -130,8 +136,21 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
                     err = (got.float() - ref).abs().max().item() / max(1e-6, ref.abs().max().item())
                     if err > 2e-2:
                         raise SystemExit(f"bench_fused: {op} {transport} differs from sequential by {err:.3g}")
-                res[transport] = timed_us(torch, lambda t=transport: fn(a, b, comm, transport=t), comm.barrier)
-                progress(f"{layer} T={tokens} {transport}: {res[transport]:.1f} us")
+                configs = TILES if transport != "sequential" else [None]
+                for tiles in configs:
+                    if tiles is not None:
+                        fused.BLOCK_N, fused.NUM_STAGES = tiles
+                        fn(a, b, comm, transport=transport)  # loads this config's kernels on every rank
+                        torch.cuda.synchronize()
+                    us = timed_us(torch, lambda t=transport: fn(a, b, comm, transport=t), comm.barrier)
+                    name = transport if tiles is None else f"{transport}:{tiles[0]}x{tiles[1]}"
+                    res[name] = us
+                    progress(f"{layer} T={tokens} {name}: {us:.1f} us")
+                if configs != [None]:  # the transport's figure: its best tile config on every rank alike
+                    best = min(configs, key=lambda t: slowest(res[f"{transport}:{t[0]}x{t[1]}"]))
+                    res[transport] = res[f"{transport}:{best[0]}x{best[1]}"]
+                    best_tiles[transport] = f"128x{best[0]}x64, {best[1]} stages"
+                fused.BLOCK_N, fused.NUM_STAGES = DEFAULT_TILES
             fused.check(comm)
             res = {key: slowest(v) for key, v in res.items()}
             if rank == 0:
@@ -141,10 +160,14 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
                 for key in ("gemm", "comm", "sequential"):
                     print(json_line("fused", f"{op}_{key}", nbytes, world, CALLS * TRIALS, "us", res[key], None,
                                     layer=layer, tokens=tokens, m=full_rows, k=k, n=n), flush=True)
+                for key in res:
+                    if ":" in key:
+                        print(json_line("fused", f"{op}_tiles", nbytes, world, CALLS * TRIALS, "us", res[key], None,
+                                        transport=key, layer=layer, tokens=tokens), flush=True)
                 for transport in TRANSPORTS:
                     t = res[transport]
                     print(json_line("fused", op, nbytes, world, CALLS * TRIALS, "us", t, "sequential",
-                                    transport=transport, vs_sequential=round(t / seq, 3),
+                                    transport=transport, tiles=best_tiles.get(transport), vs_sequential=round(t / seq, 3),
                                     overlap=round((res["gemm"] + comm_us - t) / comm_us, 3), **extra), flush=True)
             del a, b, a_full
             comm.barrier()

@@ -42,7 +42,8 @@ PRODUCERS = {"gemm_rs": ("scatter", True), "gemm_ar": ("broadcast", True),
              "gemm_ag": ("broadcast", False), "gemm_a2a": ("scatter", False)}  # mode, reduce
 CONSUMERS = {"ag_gemm": False, "a2a_gemm": True}  # per destination (all-to-all)
 
-# GEMM tiles: one config, a good one for bf16 on Hopper (docs/fused_ops.md).
+# GEMM tiles: one config, a good one for bf16 on Hopper (docs/fused_ops.md). BLOCK_M is fixed (the
+# workspace's counters are per BLOCK_M rows); bench/bench_fused.py times other BLOCK_N and stages.
 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES = 128, 128, 64, 8, 8, 3
 REDUCE_BLOCK_M, REDUCE_BLOCK_N = 32, 256
 CTRL_HEADER_WORDS = 264  # fused_kernels.COUNTER_WORD: error word, SDMA bases [256]
@@ -292,7 +293,7 @@ class _Call:
         ws = self.ws
         if ws.libs is None:
             ws.libs = cco_tl.get_extern_libs()
-        loaded = (self.key, ws.size)
+        loaded = (self.key, ws.size, BLOCK_M, BLOCK_N, BLOCK_K, NUM_STAGES, NUM_WARPS)  # a new tile config loads anew
         if loaded not in ws.loaded:
             for kernel, grid, args, consts in self.launches:
                 if kernel is not None:
