@@ -16,9 +16,9 @@ tensor parallelism over --ranks, sequence parallel between the layers:
 Per shape, the cco job times: the GEMM alone (torch.matmul, cuBLAS), the collective alone (cco's
 all_gather / reduce_scatter on window buffers), the sequential path (transport="sequential":
 torch.matmul and the cco collective), and the fused op over LSA and over SDMA, each with the GEMM
-tile configs of CCO_BENCH_FUSED_TILES (BLOCK_N x stages, default 128x3,256x3,128x4; its figure is
+tile configs of CCO_BENCH_FUSED_TILES (BLOCK_N x stages, default 256x3,128x3,128x4; its figure is
 the best, named in the line); CCO_BENCH_FUSED_TRANSPORTS picks the transports (lsa,sdma); the torch job times
-torch.distributed._symmetric_memory.fused_all_gather_matmul / fused_matmul_reduce_scatter on its
+torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter on its
 "NVSHMEM" backend, and its GEMM alone. Timing: every rank at once, 10 calls back to back between
 CUDA events after 3 warm-up calls, each trial after a barrier, the median of 5 trials, the slowest
 rank's figure, in us per call. The ranks share one GPU, so they compete for its SMs and memory:
@@ -42,7 +42,7 @@ HIDDEN, HEADS, KV_HEADS, HEAD_DIM, INTER = 8192, 64, 8, 128, 28672
 CALLS, WARMUP, TRIALS = 10, 3, 5
 TRANSPORTS = os.environ.get("CCO_BENCH_FUSED_TRANSPORTS", "lsa,sdma").split(",")  # fused ones timed
 # GEMM tile configs (BLOCK_N, stages) each fused transport is timed with; its figure is the best
-TILES = [tuple(int(v) for v in t.split("x")) for t in os.environ.get("CCO_BENCH_FUSED_TILES", "128x3,256x3,128x4").split(",")]
+TILES = [tuple(int(v) for v in t.split("x")) for t in os.environ.get("CCO_BENCH_FUSED_TILES", "256x3,128x3,128x4").split(",")]
 
 
 def layer_shape(layer: str, tokens: int, world: int):
@@ -201,10 +201,10 @@ def rank_torch(layers: List[str], tokens_list: List[int]) -> None:
             gemm = slowest(timed_us(torch, lambda: torch.matmul(a_full, b), dist.barrier))
             if op == "ag_gemm":
                 def fn():
-                    return symm_mem.fused_all_gather_matmul(a, [b], gather_dim=0, group_name=group)
+                    return torch.ops.symm_mem.fused_all_gather_matmul(a, [b], 0, group)
             else:
                 def fn():
-                    return symm_mem.fused_matmul_reduce_scatter(a, b, "sum", scatter_dim=0, group_name=group)
+                    return torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", 0, group)
             try:
                 t = slowest(timed_us(torch, fn, dist.barrier))
                 err = None

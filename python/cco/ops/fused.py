@@ -42,9 +42,10 @@ PRODUCERS = {"gemm_rs": ("scatter", True), "gemm_ar": ("broadcast", True),
              "gemm_ag": ("broadcast", False), "gemm_a2a": ("scatter", False)}  # mode, reduce
 CONSUMERS = {"ag_gemm": False, "a2a_gemm": True}  # per destination (all-to-all)
 
-# GEMM tiles: one config, a good one for bf16 on Hopper (docs/fused_ops.md). BLOCK_M is fixed (the
-# workspace's counters are per BLOCK_M rows); bench/bench_fused.py times other BLOCK_N and stages.
-BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES = 128, 128, 64, 8, 8, 3
+# GEMM tiles: one config, the best of three that bench/bench_fused.py timed on the H200 at every
+# Llama-70B shape (128 x 256 x 64, 3 stages; docs/fused_ops.md). BLOCK_M is fixed: the workspace's
+# counters are per BLOCK_M rows.
+BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES = 128, 256, 64, 8, 8, 3
 REDUCE_BLOCK_M, REDUCE_BLOCK_N = 32, 256
 CTRL_HEADER_WORDS = 264  # fused_kernels.COUNTER_WORD: error word, SDMA bases [256]
 MAX_RANKS = 256
