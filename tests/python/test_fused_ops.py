@@ -77,8 +77,15 @@ def test_plan_sizes():
     assert fused.plan("a2a_gemm", "sdma", 800, 64, 64, 2, 8).rows_per_slot == 100
 
 
-def test_choose_transport():
+def test_choose_transport(monkeypatch):
     assert fused.choose_transport("gemm_rs", 8192, 8192, 3584, 1) == "sequential"
+    monkeypatch.setattr(fused, "BLOCK_N", 128)
+    assert fused.choose_transport("ag_gemm", 8192, 1280, 8192, 8) == "sequential"  # lost with these tiles
+    monkeypatch.setattr(fused, "BLOCK_N", 256)
+    assert fused.choose_transport("ag_gemm", 8192, 1280, 8192, 8) == "lsa"
+    assert fused.choose_transport("a2a_gemm", 8192, 1280, 8192, 8) == "lsa"
+    assert fused.choose_transport("gemm_rs", 8192, 8192, 3584, 8) == "sequential"
+    assert fused.choose_transport("ag_gemm", 8192, 1280, 8192, 2) == "sequential"
     for op in fused.OPS:
         assert fused.choose_transport(op, 1024, 1024, 1024, 8) in ("lsa", "sdma", "sequential")
     with pytest.raises(CCOInvalidArgument, match="op must be one of"):
@@ -119,3 +126,13 @@ def test_real_host_communicator_is_refused(comm):
     with pytest.raises(CCOUnsupported, match="CUDA platform"):
         fused._workspace(comm)
     assert fused.fused_status(comm) == 0  # no workspace: nothing failed
+
+
+def test_tile_config_from_the_environment(monkeypatch):
+    monkeypatch.setenv("CCO_FUSED_TILES", "256x3")
+    assert fused._tiles_from_env() == (256, 3)
+    monkeypatch.delenv("CCO_FUSED_TILES")
+    assert fused._tiles_from_env() == (128, 3)
+    monkeypatch.setenv("CCO_FUSED_TILES", "512x9")
+    with pytest.raises(CCOInvalidArgument, match="CCO_FUSED_TILES"):
+        fused._tiles_from_env()

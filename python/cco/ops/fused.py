@@ -31,6 +31,7 @@ graph capture, as torch's own warm-up does.
 from __future__ import annotations
 
 import dataclasses
+import os
 import weakref
 from typing import Any, Dict, List, Optional, Set, Tuple
 
@@ -42,10 +43,21 @@ PRODUCERS = {"gemm_rs": ("scatter", True), "gemm_ar": ("broadcast", True),
              "gemm_ag": ("broadcast", False), "gemm_a2a": ("scatter", False)}  # mode, reduce
 CONSUMERS = {"ag_gemm": False, "a2a_gemm": True}  # per destination (all-to-all)
 
-# GEMM tiles: one config, the best of three that bench/bench_fused.py timed on the H200 at every
-# Llama-70B shape (128 x 256 x 64, 3 stages; docs/fused_ops.md). BLOCK_M is fixed: the workspace's
-# counters are per BLOCK_M rows.
-BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES = 128, 256, 64, 8, 8, 3
+# GEMM tiles. BLOCK_M is fixed: the workspace's counters are per BLOCK_M rows. BLOCK_N and the
+# pipeline's stages come from CCO_FUSED_TILES ("<BLOCK_N>x<stages>", default 128x3, the config the
+# GPU test verified); 256x3 was the fastest of three at every benchmark shape (docs/fused_ops.md).
+BLOCK_M, BLOCK_K, GROUP_M, NUM_WARPS = 128, 64, 8, 8
+TILE_CHOICES = {"128x3": (128, 3), "128x4": (128, 4), "256x3": (256, 3), "64x4": (64, 4)}
+
+
+def _tiles_from_env() -> Tuple[int, int]:
+    text = os.environ.get("CCO_FUSED_TILES", "128x3").strip()
+    if text not in TILE_CHOICES:
+        raise CCOInvalidArgument(f"CCO_FUSED_TILES={text!r}: one of {', '.join(TILE_CHOICES)}")
+    return TILE_CHOICES[text]
+
+
+BLOCK_N, NUM_STAGES = _tiles_from_env()
 REDUCE_BLOCK_M, REDUCE_BLOCK_N = 32, 256
 CTRL_HEADER_WORDS = 264  # fused_kernels.COUNTER_WORD: error word, SDMA bases [256]
 MAX_RANKS = 256
@@ -78,7 +90,13 @@ def choose_transport(op: str, m_rows: int, n: int, k: int, world: int) -> str:
         raise CCOInvalidArgument(f"choose_transport: op must be one of {', '.join(OPS)}, not {op!r}")
     if world == 1:
         return "sequential"  # nothing crosses ranks
-    return "lsa"
+    # Measured on one H200 with 8 ranks under MPS (bench/RESULTS.md): only the GEMMs that read the
+    # peers' rows in place (all-gather -> GEMM, all-to-all -> GEMM), with 128 x 256 tiles, came
+    # within 3% of the sequential path or beat it (qkv 0.92, fc1 1.01); every other case, and
+    # every case with 128 x 128 tiles, lost to cuBLAS + the collective (1.07-1.28).
+    if op in CONSUMERS and world >= 8 and BLOCK_N == 256:
+        return "lsa"
+    return "sequential"
 
 
 @dataclasses.dataclass(frozen=True)
