@@ -167,6 +167,15 @@ def main():
                 comm.barrier()
     if comm.size > 1:
         check_disagreement(job)
+    # release, then a new workspace on the next call
+    fused.release_workspace(comm)
+    try:
+        a = torch.ones((64, 64), dtype=torch.bfloat16, device="cuda")
+        got = fused.ag_gemm(a, a, comm, transport="lsa")
+        torch.cuda.synchronize()
+        job.expect(bool((got.float() == 64).all()), "ag_gemm after release_workspace")
+    except Exception:  # noqa: BLE001
+        job.expect(False, f"ag_gemm after release_workspace:\n{traceback.format_exc()}")
     comm.barrier()
     print(f"rank {comm.rank}: {job.passed} passed, {job.failed} failed", flush=True)
     if comm.rank == 0:

@@ -126,6 +126,7 @@ def test_real_host_communicator_is_refused(comm):
     with pytest.raises(CCOUnsupported, match="CUDA platform"):
         fused._workspace(comm)
     assert fused.fused_status(comm) == 0  # no workspace: nothing failed
+    fused.release_workspace(comm)  # none to release: a no-op
 
 
 def test_tile_config_from_the_environment(monkeypatch):

@@ -209,6 +209,19 @@ def _workspace(comm: Any) -> _Workspace:
     return ws
 
 
+def release_workspace(comm: Any) -> None:
+    """Collective: frees the communicator's fused workspace (its window and
+    device communicator) now; the next fused call makes a new one. The
+    communicator's destroy frees it too. Views it returned die with it."""
+    ws = _WORKSPACES.pop(comm, None)
+    if ws is None or not ws.alive:
+        return
+    _torch().cuda.synchronize()  # no queued kernel may still use it
+    if ws.win is not None:
+        comm.deregister_window(ws.win)
+    comm.destroy_dev_comm(ws.dc)
+
+
 def fused_status(comm: Any) -> int:
     """Synchronizes and returns the workspace's error word: 0, or the
     largest ccoDevStatus_t (cco.Status) a wait of any fused call returned
