@@ -126,7 +126,12 @@ def fused_specs():
         sig = {"dc": _I64, "win": _I64, "ctrl": "*i64", **ints("rows_per_block", "row_bytes"), "send_off": _I64,
                "recv_off": _I64, "chunk_rows": "i32", "PER_DEST": "constexpr"}
         jobs.append((f"sdma_post_rows[{'a2a' if per_dest else 'ag'}]", K.sdma_post_rows, sig, {"PER_DEST": per_dest}, 1))
-    return [(f"cco/ops/fused_kernels.py:{name}", *rest) for name, *rest in jobs]
+    # the wide tiles of CCO_FUSED_TILES=256x3: the two GEMMs the benchmark found fastest with them
+    wide = []
+    for name, kernel, sig, consts, nw in jobs:
+        if name in ("gemm_push[scatter,lsa]", "gemm_pull[ag,lsa]"):
+            wide.append((name.replace("]", ",128x256]"), kernel, sig, {**consts, "BLOCK_N": 256}, nw))
+    return [(f"cco/ops/fused_kernels.py:{name}", *rest) for name, *rest in jobs + wide]
 
 
 def compile_one(kernel, signature, constexprs, num_warps, arch, libs):
