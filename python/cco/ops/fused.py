@@ -163,6 +163,7 @@ class _Workspace:
         self.agreed: Set[Tuple[Any, ...]] = set()  # call keys every rank has checked
         self.loaded: Set[Tuple[Any, ...]] = set()  # (call key, workspace size) whose kernels every rank loaded
         self.libs: Optional[Dict[str, str]] = None  # extern_libs, found at the first launch
+        self.views: Dict[Tuple[Any, ...], Any] = {}  # views of the current window (ensure clears them)
 
     @property
     def alive(self) -> bool:
@@ -185,10 +186,21 @@ class _Workspace:
         self.size = size
         self.ctrl = self.win.torch(torch.int64, (self.size // 8,))  # the kernels' ctrl words
         self.ctrl.zero_()  # the error word and the counters start at 0
+        # views made once per window: making one from the window costs tens of us of host time
+        self.views = {}
         torch.cuda.synchronize()
 
     def view(self, off: int, dtype: Any, shape: Tuple[int, ...]) -> Any:
-        return self.win.torch(dtype, shape, offset=off)
+        key = (off, dtype, tuple(shape))
+        if key not in self.views:
+            if len(self.views) >= 256:  # many shapes: start over rather than hold views of all of them
+                self.views.clear()
+            self.views[key] = self.win.torch(dtype, shape, offset=off)
+        return self.views[key].view(tuple(shape))  # a fresh view object: callers may restride theirs
+
+    def window_as(self, dtype: Any) -> Any:
+        """The whole window as elements of dtype (the kernels' win_ptr)."""
+        return self.view(0, dtype, (self.size // (_torch().finfo(dtype).bits // 8),))
 
 
 _WORKSPACES: "weakref.WeakKeyDictionary[Any, _Workspace]" = weakref.WeakKeyDictionary()
@@ -308,7 +320,7 @@ class _Call:
         self.win = self.ws.win
         self.sdma = transport == "sdma"
         # the window as elements of the call's type: the kernels address every region from it
-        self.elems = self.win.torch(a.dtype, (self.ws.size // a.element_size(),))
+        self.elems = self.ws.window_as(a.dtype)
         # rows of K and N elements keep every region offset a multiple of 16 bytes
         self.aligned = k % 8 == 0 and n % 8 == 0
         self.launches: List[Tuple[Any, Tuple[int, ...], Tuple[Any, ...], Dict[str, Any]]] = []
