@@ -11,8 +11,9 @@ to check). Each case runs several rounds with new data (the counters and
 buffers are reused), then is captured in a CUDA graph and replayed with new
 inputs copied into the captured ones, every replay checked. The ops of one
 shape run interleaved, so one workspace serves calls of every kind. After
-each case the workspace's error word must be 0. Then a disagreement between
-ranks must raise on every rank instead of hanging. Rank 0 prints
+each case the workspace's error word must be 0. Then calls of different ops
+and transports back to back, a disagreement between ranks, which must raise
+on every rank instead of hanging, and a call after release_workspace. Rank 0 prints
 "test_fused_gpu: N passed, N failed"; exit 1 on a failure.
 """
 import os
@@ -140,6 +141,27 @@ def run_case(job, op, transport, shape):
     job.expect(st == 0, f"{what}: the workspace's error word is {st}")
 
 
+def check_transitions(job):
+    """Calls of different transports and ops back to back, no synchronization
+    between them: each call's entry barrier must keep a call from overwriting
+    buffers a peer still reads for the previous one. Only the last result is
+    checked (the others are views the next call reuses)."""
+    comm = job.comm
+    world, me = comm.size, comm.rank
+    rows, k, n = 300, 520, 392
+    seq = [("ag_gemm", "lsa"), ("gemm_rs", "sequential"), ("a2a_gemm", "sdma"), ("ag_gemm", "sequential"),
+           ("gemm_ag", "lsa"), ("a2a_gemm", "sequential"), ("gemm_a2a", "sdma"), ("gemm_rs", "lsa")]
+    ins = [[t.bfloat16().cuda() for t in rank_inputs(op, me, 20 + i, world, rows, k, n)] for i, (op, _) in enumerate(seq)]
+    torch.cuda.synchronize()
+    for (op, transport), (a, b) in zip(seq, ins):
+        got = getattr(fused, op)(a, b, comm, transport=transport)
+    torch.cuda.synchronize()
+    op = seq[-1][0]
+    ok, detail = close(got, reference(op, me, 20 + len(seq) - 1, world, rows, k, n))
+    job.expect(ok, f"transports and ops back to back, the last ({op}): {detail}")
+    job.expect(fused.fused_status(comm) == 0, "transports back to back: the error word")
+
+
 def check_disagreement(job):
     """Ranks that disagree on the shape raise (every rank), no hang."""
     comm = job.comm
@@ -165,6 +187,11 @@ def main():
                 except Exception:  # noqa: BLE001 - a failed case is reported, the others still run
                     job.expect(False, f"{op} {transport} {shape}:\n{traceback.format_exc()}")
                 comm.barrier()
+    try:
+        check_transitions(job)
+    except Exception:  # noqa: BLE001
+        job.expect(False, f"transports back to back:\n{traceback.format_exc()}")
+    comm.barrier()
     if comm.size > 1:
         check_disagreement(job)
     # release, then a new workspace on the next call

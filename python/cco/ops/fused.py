@@ -372,6 +372,14 @@ class _Call:
         self.add(K.entry, (1,), (self.ws.dc.ptr, self.ws.ctrl, 0, self.world), SDMA=False, BLOCK=1024, num_warps=4)
 
 
+def _sequential_entry(c: _Call) -> None:
+    """The sequential path overwrites the workspace too: a peer may still be
+    reading this rank's send (a fused consumer call) or an SDMA copy may
+    still leave it, so it starts with the same barrier as every fused call."""
+    c.barrier()
+    c.run()
+
+
 def _producer(call: str, comm: Any, a: Any, b: Any, out: Any, transport: str) -> Any:
     torch = _torch()
     _check_args(call, comm, a, b, transport)
@@ -387,6 +395,7 @@ def _producer(call: str, comm: Any, a: Any, b: Any, out: Any, transport: str) ->
     out = _check_out(call, out, result_shape, a)
     ws = c.ws
     if c.transport == "sequential":
+        _sequential_entry(c)
         full = ws.view(p.send_off, a.dtype, (rows, n))
         torch.matmul(a, b, out=full)
         if reduce:
@@ -449,6 +458,7 @@ def _consumer(call: str, comm: Any, a: Any, b: Any, out: Any, transport: str) ->
     ws = c.ws
     send = ws.view(p.send_off, a.dtype, (rows, k))
     if c.transport == "sequential":
+        _sequential_entry(c)
         send.copy_(a)
         gathered = ws.view(p.recv_off, a.dtype, (out_rows, k))
         if per_dest:
