@@ -27,7 +27,6 @@ than sequential by more than 3%.
 """
 import argparse
 import os
-import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Dict, List
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from perf_common import NVSHMEM_ENV, json_line, run_ranks_job  # noqa: E402
+from perf_common import NVSHMEM_ENV, json_line, run_rank_mode_job, slowest_over  # noqa: E402
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, INTER = 8192, 64, 8, 128, 28672
 CALLS, WARMUP, TRIALS = 10, 3, 5
@@ -96,7 +95,7 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
     rank, world = comm.rank, comm.size
 
     def slowest(v: float) -> float:
-        return max(float(b.decode()) for b in comm.allgather(f"{v:.6f}".encode().ljust(32)))
+        return slowest_over(comm.allgather, v)
 
     def progress(text: str) -> None:
         if rank == 0:
@@ -226,15 +225,8 @@ def run_job(args, job: str, ranks: int) -> List[dict]:
         for key, v in NVSHMEM_ENV.items():
             env.setdefault(key, v)
         env.setdefault("NVSHMEM_SYMMETRIC_SIZE", str(4 << 30))
-    lib = Path(args.bin).resolve().parent / "lib" / "libcco.so"
-    if lib.exists():
-        env.setdefault("CCO_LIBRARY", str(lib))
-    cmd = [str(Path(args.bin) / "ccorun"), "-t", str(args.timeout), "-n", str(ranks), sys.executable,
-           str(Path(__file__).resolve()), "--rank-mode", job, "--tokens", args.tokens, "--layers", args.layers]
-    if args.dry_run:
-        print(f"bench_fused: {shlex.join(cmd)}", file=sys.stderr, flush=True)
-        return []
-    return run_ranks_job("bench_fused", f"{job}, {ranks} ranks", cmd, env, args.timeout + 60)
+    return run_rank_mode_job("bench_fused", __file__, args.bin, job, ranks, args.timeout,
+                             ["--tokens", args.tokens, "--layers", args.layers], env, args.dry_run)
 
 
 def main() -> int:

@@ -22,7 +22,6 @@ call (goal <= 24). After each rank count, ratio lines: cco bf16 (dispatch + comb
 """
 import argparse
 import os
-import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Dict, List
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from perf_common import NVSHMEM_ENV, json_line, run_ranks_job  # noqa: E402
+from perf_common import NVSHMEM_ENV, json_line, run_rank_mode_job, slowest_over  # noqa: E402
 
 HIDDEN, TOPK, EXPERTS, SCALE_BLOCK = 7168, 8, 256, 128
 ROUNDS, WARMUP = 20, 5
@@ -95,7 +94,7 @@ def rank_cco(tokens_list: List[int]) -> None:
         bw = memcpy_gbps(torch, comm.barrier)
 
         def slowest(v: float) -> float:
-            return max(float(b.decode()) for b in comm.allgather(f"{v:.6f}".encode().ljust(32)))
+            return slowest_over(comm.allgather, v)
 
         bw_all = min(float(b.decode()) for b in comm.allgather(f"{bw:.6f}".encode().ljust(32)))
         for tokens in tokens_list:
@@ -235,15 +234,8 @@ def run_job(args, job: str, ranks: int) -> List[dict]:
         # NVSHMEM's heap holds torch's input, output (ranks x input) and combine output, plus slack.
         rows = max(int(t) for t in args.tokens.split(",")) * TOPK
         env.setdefault("NVSHMEM_SYMMETRIC_SIZE", str((2 + ranks) * rows * HIDDEN * 2 + (1 << 30)))
-    lib = Path(args.bin).resolve().parent / "lib" / "libcco.so"
-    if lib.exists():
-        env.setdefault("CCO_LIBRARY", str(lib))
-    cmd = [str(Path(args.bin) / "ccorun"), "-t", str(args.timeout), "-n", str(ranks), sys.executable,
-           str(Path(__file__).resolve()), "--rank-mode", job, "--tokens", args.tokens]
-    if args.dry_run:
-        print(f"bench_moe: {shlex.join(cmd)}", file=sys.stderr, flush=True)
-        return []
-    return run_ranks_job("bench_moe", f"{job}, {ranks} ranks", cmd, env, args.timeout + 60)
+    return run_rank_mode_job("bench_moe", __file__, args.bin, job, ranks, args.timeout,
+                             ["--tokens", args.tokens], env, args.dry_run)
 
 
 def main() -> int:

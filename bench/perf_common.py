@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
 # Keys every JSON line of a benchmark has, in this order (docs/perf.md).
@@ -177,3 +178,25 @@ def run_ranks_job(program: str, label: str, cmd: List[str], env: Dict[str, str],
         tail = " | ".join((err or out).strip().splitlines()[-6:])
         print(f"{program}: {label}: exit {rc}: {tail}", file=sys.stderr, flush=True)
     return records
+
+
+def run_rank_mode_job(program: str, script: str, bin_dir: str, job: str, ranks: int, timeout: int,
+                      job_args: List[str], env: Dict[str, str], dry_run: bool) -> List[dict]:
+    """Runs `script --rank-mode JOB JOB_ARGS` as `ranks` ranks under bin_dir's ccorun (a Python
+    benchmark that starts its own jobs: bench_moe.py, bench_fused.py), with the build's libcco as
+    CCO_LIBRARY unless env names one; prints the command instead when dry_run."""
+    env = dict(env)
+    lib = Path(bin_dir).resolve().parent / "lib" / "libcco.so"
+    if lib.exists():
+        env.setdefault("CCO_LIBRARY", str(lib))
+    cmd = [str(Path(bin_dir) / "ccorun"), "-t", str(timeout), "-n", str(ranks), sys.executable,
+           str(Path(script).resolve()), "--rank-mode", job, *job_args]
+    if dry_run:
+        print(f"{program}: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+        return []
+    return run_ranks_job(program, f"{job}, {ranks} ranks", cmd, env, timeout + 60)
+
+
+def slowest_over(allgather, value: float) -> float:
+    """The largest of every rank's value, through a communicator's bytes allgather (collective)."""
+    return max(float(b.decode()) for b in allgather(f"{value:.6f}".encode().ljust(32)))
