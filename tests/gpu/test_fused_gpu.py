@@ -28,6 +28,7 @@ import torch  # noqa: E402
 from cco import CCOInvalidUsage  # noqa: E402
 from cco.launch import finalize, init_communicator  # noqa: E402
 from cco.ops import fused  # noqa: E402
+from gpu_checks import Job  # noqa: E402  (next to this file)
 
 QUICK = "--quick" in sys.argv
 ROUNDS = 2 if QUICK else 3
@@ -35,18 +36,6 @@ REPLAYS = 2 if QUICK else 4
 TRANSPORTS = ["lsa", "sdma", "sequential", "auto"]
 # (rows per rank of the GEMM's A or of a block, K, N): not tile multiples; one bigger
 SHAPES = [(72, 136, 200), (300, 520, 392)] if QUICK else [(72, 136, 200), (300, 520, 392), (1000, 1024, 776)]
-
-
-class Job:
-    def __init__(self, comm):
-        self.comm, self.passed, self.failed = comm, 0, 0
-
-    def expect(self, cond, what):
-        if cond:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print(f"rank {self.comm.rank}: FAIL {what}", flush=True)
 
 
 def rank_inputs(op, rank, rnd, world, rows, k, n):

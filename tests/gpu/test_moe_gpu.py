@@ -26,21 +26,10 @@ import torch  # noqa: E402
 
 from cco.launch import finalize, init_communicator  # noqa: E402
 from cco.ops import EpDispatchCombineConfig, EpDispatchCombineOp  # noqa: E402
+from gpu_checks import Job  # noqa: E402  (next to this file)
 
 HIDDEN, EXPERTS_PER_RANK, TOPK = 256, 4, 4
 REPLAYS = int(os.environ.get("CCO_TEST_REPLAYS", "50"))
-
-
-class Job:
-    def __init__(self, comm):
-        self.comm, self.passed, self.failed = comm, 0, 0
-
-    def expect(self, cond, what):
-        if cond:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print(f"rank {self.comm.rank}: FAIL {what}", flush=True)
 
 
 def inputs(rank, rnd, nranks, max_tokens, fp8):
