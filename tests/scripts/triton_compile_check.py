@@ -89,6 +89,10 @@ def fused_specs():
     """The fused GEMM ops' kernels (cco.ops.fused_kernels), each variant the
     ops launch: (name, kernel, signature, constexprs, num_warps)."""
     from cco.ops import fused, fused_kernels as K
+    # fused.py sizes the ctrl region without importing Triton, so it keeps its own copy of where
+    # the counters start: the two must agree, or the entry kernel resets the wrong words
+    assert fused.CTRL_HEADER_WORDS == K.COUNTER_WORD.value, (fused.CTRL_HEADER_WORDS, K.COUNTER_WORD)
+    assert fused.CTRL_HEADER_WORDS >= K.BASE_WORD.value + fused.MAX_RANKS
     ints = lambda *names: {n: "i32" for n in names}  # noqa: E731
     tiles = {"BLOCK_M": fused.BLOCK_M, "BLOCK_N": fused.BLOCK_N, "BLOCK_K": fused.BLOCK_K, "GROUP_M": fused.GROUP_M}
     jobs = []
