@@ -110,8 +110,10 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaWaitSignal(const ccoDevComm* dc, int src
 }
 
 /* Waits until every operation posted so far on (peer, queue) has finished
- * (for a get: its data is here; for a put: at the peer). */
-CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuietQueue(const ccoDevComm* dc, int peerLsaRank, uint32_t queue, ccoCoop_t coop) {
+ * (for a get: its data is here; for a put: at the peer), the abort word is
+ * set, or timeoutNs passes (0: none; a stalled engine then waits forever). */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuietQueueTimeout(const ccoDevComm* dc, int peerLsaRank, uint32_t queue,
+                                                          uint64_t timeoutNs, ccoCoop_t coop) {
   uint32_t rank = ccoCoopRank(coop);
   ccoCoopSync(coop);
   ccoDevStatus_t st = cco_impl_sdma_check(dc, peerLsaRank, queue);
@@ -119,22 +121,36 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuietQueue(const ccoDevComm* dc, int pee
     const ccoSdmaQueueDev* q = cco_impl_sdma_queue(dc, peerLsaRank, queue);
     uint64_t issued = cco_impl_ld_acquire_u64((const uint64_t*)(uintptr_t)q->tail);
     const uint64_t* done = (const uint64_t*)(uintptr_t)q->completed;
+    uint64_t start = timeoutNs ? cco_impl_clock_ns() : 0;
     for (uint32_t spins = 0; (int64_t)(cco_impl_ld_acquire_u64(done) - issued) < 0; spins++) {
-      if ((spins & 255) == 255 && ccoDevCommAborted(dc)) { st = ccoDevAborted; break; }
+      if ((spins & 255) == 255) {
+        if (ccoDevCommAborted(dc)) { st = ccoDevAborted; break; }
+        if (timeoutNs && cco_impl_clock_ns() - start > timeoutNs) { st = ccoDevTimeout; break; }
+      }
       cco_impl_spin_pause(spins);
     }
   }
   return (ccoDevStatus_t)cco_impl_coop_broadcast3((int)coop, rank, (uint32_t)st);
 }
 
-/* ccoSdmaQuietQueue on every queue of the peer. */
-CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuiet(const ccoDevComm* dc, int peerLsaRank, ccoCoop_t coop) {
+/* ccoSdmaQuietQueueTimeout on every queue of the peer, each with its own
+ * timeoutNs; the first status that is not success ends it. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuietTimeout(const ccoDevComm* dc, int peerLsaRank, uint64_t timeoutNs,
+                                                     ccoCoop_t coop) {
   const ccoSdmaDev* sd = cco_impl_sdma_state(dc);
   if (!sd) return ccoDevUnsupported;
   ccoDevStatus_t st = ccoDevSuccess;
   for (uint32_t q = 0; q < sd->queueCount && st == ccoDevSuccess; q++)
-    st = ccoSdmaQuietQueue(dc, peerLsaRank, q, coop);
+    st = ccoSdmaQuietQueueTimeout(dc, peerLsaRank, q, timeoutNs, coop);
   return st;
+}
+
+/* The same without a timeout. */
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuietQueue(const ccoDevComm* dc, int peerLsaRank, uint32_t queue, ccoCoop_t coop) {
+  return ccoSdmaQuietQueueTimeout(dc, peerLsaRank, queue, 0, coop);
+}
+CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuiet(const ccoDevComm* dc, int peerLsaRank, ccoCoop_t coop) {
+  return ccoSdmaQuietTimeout(dc, peerLsaRank, 0, coop);
 }
 
 #endif /* CCO_CCO_SDMA_H_ */

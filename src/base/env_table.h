@@ -43,7 +43,7 @@
     "1 binds to all GPU-local CPUs instead of this GPU's own slice of them")                \
   X(CCO_ENABLE_SDMA, "MORI_ENABLE_SDMA", BOOL, "1", SDMA, NULL,                              \
     "0 turns the SDMA (copy-engine) transport off: every SDMA call then fails with a status")  \
-  X(CCO_SDMA_STREAMS, NULL, INT, "2", SDMA, NULL,                                           \
+  X(CCO_SDMA_STREAMS, NULL, INT, "1", SDMA, NULL,                                           \
     "streams (1..8) the SDMA engine spreads its rings over; each takes one of the GPU's "   \
     "hardware queues (CUDA_DEVICE_MAX_CONNECTIONS)")                                        \
   X(CCO_UNIQUE_ID, NULL, STR, "", INIT, NULL,                                               \

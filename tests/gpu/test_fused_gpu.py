@@ -1,7 +1,7 @@
 """The fused GEMM + communication ops (cco.ops.fused) on the GPU, as the
 ranks of one job (several ranks on one GPU need MPS: tests/gpu/mps.sh):
 
-    build/bin/ccorun -n 4 -p python3 tests/gpu/test_fused_gpu.py [--quick]
+    build/bin/ccorun -n 4 -p python3 tests/gpu/test_fused_gpu.py [--quick] [--only OP:TRANSPORT,...]
 
 Every op (gemm_rs, gemm_ar, gemm_ag, gemm_a2a, ag_gemm, a2a_gemm) over every
 transport (lsa, sdma, sequential, auto), on shapes that are not multiples of
@@ -18,6 +18,7 @@ on every rank instead of hanging, and a call after release_workspace. Rank 0 pri
 """
 import os
 import sys
+import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
@@ -31,11 +32,15 @@ from cco.ops import fused  # noqa: E402
 from gpu_checks import Job  # noqa: E402  (next to this file)
 
 QUICK = "--quick" in sys.argv
+# --only op:transport,...: just those cases on the first shape (to chase one failure)
+ONLY = next((sys.argv[i + 1].split(",") for i, v in enumerate(sys.argv[:-1]) if v == "--only"), None)
 ROUNDS = 2 if QUICK else 3
 REPLAYS = 2 if QUICK else 4
 TRANSPORTS = ["lsa", "sdma", "sequential", "auto"]
 # (rows per rank of the GEMM's A or of a block, K, N): not tile multiples; one bigger
 SHAPES = [(72, 136, 200), (300, 520, 392)] if QUICK else [(72, 136, 200), (300, 520, 392), (1000, 1024, 776)]
+if ONLY:
+    SHAPES = SHAPES[:1]
 
 
 def rank_inputs(op, rank, rnd, world, rows, k, n):
@@ -168,21 +173,30 @@ def main():
     comm = init_communicator()
     torch.cuda.set_device(comm.cuda_device)
     job = Job(comm)
+    start = time.monotonic()
     for shape in SHAPES:
         for transport in TRANSPORTS:
             for op in fused.OPS:
+                if ONLY and f"{op}:{transport}" not in ONLY:
+                    continue
+                t0, failed = time.monotonic(), job.failed
                 try:
                     run_case(job, op, transport, shape)
                 except Exception:  # noqa: BLE001 - a failed case is reported, the others still run
                     job.expect(False, f"{op} {transport} {shape}:\n{traceback.format_exc()}")
                 comm.barrier()
-    try:
-        check_transitions(job)
-    except Exception:  # noqa: BLE001
-        job.expect(False, f"transports back to back:\n{traceback.format_exc()}")
-    comm.barrier()
-    if comm.size > 1:
-        check_disagreement(job)
+                if comm.rank == 0:  # progress: a slow case (a compile, a wait that times out) shows here
+                    print(f"test_fused_gpu: {op} {transport} rows={shape[0]} k={shape[1]} n={shape[2]}: "
+                          f"{'ok' if job.failed == failed else 'FAILED'} on rank 0, {time.monotonic() - t0:.1f} s "
+                          f"({time.monotonic() - start:.0f} s in all)", flush=True)
+    if not ONLY:
+        try:
+            check_transitions(job)
+        except Exception:  # noqa: BLE001
+            job.expect(False, f"transports back to back:\n{traceback.format_exc()}")
+        comm.barrier()
+        if comm.size > 1:
+            check_disagreement(job)
     # release, then a new workspace on the next call
     fused.release_workspace(comm)
     try:

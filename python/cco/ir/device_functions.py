@@ -211,6 +211,11 @@ _add("sdma_signal_ptr", [DC, SRC_RANK, QUEUE], U64,
 _add("sdma_quiet", [DC, PEER], I32, "return ccoSdmaQuiet(CCO_IR_DC(dev_comm), peer, $scope);", scope=ALL_SCOPES)
 _add("sdma_quiet_queue", [DC, PEER, QUEUE], I32,
      "return ccoSdmaQuietQueue(CCO_IR_DC(dev_comm), peer, (uint32_t)queue, $scope);", scope=ALL_SCOPES)
+_add("sdma_quiet_timeout", [DC, PEER, TIMEOUT], I32,
+     "return ccoSdmaQuietTimeout(CCO_IR_DC(dev_comm), peer, timeout_ns, $scope);", scope=ALL_SCOPES)
+_add("sdma_quiet_queue_timeout", [DC, PEER, QUEUE, TIMEOUT], I32,
+     "return ccoSdmaQuietQueueTimeout(CCO_IR_DC(dev_comm), peer, (uint32_t)queue, timeout_ns, $scope);",
+     scope=ALL_SCOPES)
 
 # ------------------------------------------------------------ GDA
 

@@ -235,14 +235,30 @@ def _wait_arrivals(dc, win, ctrl, tm, tiles_n, panels_per_source, SDMA: tl.const
 
 
 @triton.jit
+def _quiet_outgoing(dc, ctrl):
+    """Waits until every SDMA copy this rank posted has landed at its peer,
+    so that a call's stream work ends only when its transfers have: once
+    the host has synchronized, this rank's engine has nothing left to issue,
+    and a synchronous CUDA call the host makes next cannot hold up a copy
+    that a peer still waits for (docs/fused_ops.md)."""
+    W = cco.DevComm.lsa_size(dc)
+    me = cco.DevComm.lsa_rank(dc)
+    for i in range(1, W):
+        st = cco.Sdma.quiet(dc, (me + i) % W, queue=0, coop=cco.CoopScope.BLOCK, timeout_ns=TIMEOUT_NS)
+        _record(ctrl, st)
+
+
+@triton.jit
 def finish_wait(dc, win, ctrl, rows_per_slot, push_tiles_n, panels_per_source, SDMA: tl.constexpr,
                 PUSH_BLOCK_M: tl.constexpr):
     """One program of one warp: waits until every tile sent to this rank has
-    arrived, row tile by row tile. It is small on purpose: ranks that share
+    arrived, row tile by row tile (over SDMA, then until this rank's own
+    copies have landed too). It is small on purpose: ranks that share
     a GPU (MPS) must not fill its SMs with waiting programs while a peer's
     GEMM, which they wait for, still needs them."""
     if SDMA:
         _wait_arrivals(dc, win, ctrl, 0, push_tiles_n, panels_per_source, SDMA)
+        _quiet_outgoing(dc, ctrl)
     else:
         for tm in range(0, tl.cdiv(rows_per_slot, PUSH_BLOCK_M)):
             _wait_arrivals(dc, win, ctrl, tm, push_tiles_n, panels_per_source, SDMA)
@@ -294,7 +310,8 @@ def sdma_post_rows(dc, win, ctrl, rows_per_block, row_bytes, send_off, recv_off,
 def wait_rows(dc, ctrl, chunks):
     """One program of one warp: waits until every peer's `chunks` SDMA puts
     of this call's rows have landed in this rank's recv (the consumer ops
-    over SDMA, between the GEMM of the own rows and that of the peers')."""
+    over SDMA, between the GEMM of the own rows and that of the peers'),
+    then until this rank's own puts have landed at the peers."""
     me = cco.DevComm.lsa_rank(dc)
     W = cco.DevComm.lsa_size(dc)
     for i in range(1, W):
@@ -302,6 +319,7 @@ def wait_rows(dc, ctrl, chunks):
         need = tl.load(ctrl + BASE_WORD + s).to(tl.uint64, bitcast=True) + tl.cast(chunks, tl.uint64)
         st = cco.Sdma.wait_signal(dc, s, need, 0, coop=cco.CoopScope.BLOCK, timeout_ns=TIMEOUT_NS)
         _record(ctrl, st)
+    _quiet_outgoing(dc, ctrl)
 
 
 @triton.jit

@@ -202,7 +202,7 @@ void tk_sdma_put(void* args) {
     int32_t st = cco_ir_sdma_wait_signal_block(dc, (me + n - k) % n, 0, (uint64_t)a->expected, TK_EX_TIMEOUT_NS);
     bad = max32(bad, st);
   }
-  for (int32_t k = 1; k < n; k++) bad = max32(bad, cco_ir_sdma_quiet_block(dc, (me + k) % n));
+  for (int32_t k = 1; k < n; k++) bad = max32(bad, cco_ir_sdma_quiet_timeout_block(dc, (me + k) % n, TK_EX_TIMEOUT_NS));
   OUT(0) = bad;
 }
 

@@ -318,13 +318,14 @@ class Sdma:
 
     @staticmethod
     @core.extern
-    def quiet(dev_comm, peer, coop=CoopScope.BLOCK, queue=None, _semantic=None, _builder=None):
+    def quiet(dev_comm, peer, coop=CoopScope.BLOCK, queue=None, timeout_ns=0, _semantic=None, _builder=None):
         """Every operation posted to ``peer`` (on ``queue``, or on all its
-        queues) has finished."""
+        queues) has finished; Status.TIMEOUT after timeout_ns (0: never)."""
         ctx = _ctx(_semantic, _builder)
         if queue is None:
-            return call(symbol_name("sdma_quiet", scope=scope_name(coop)), [dev_comm, peer], ctx)
-        return call(symbol_name("sdma_quiet_queue", scope=scope_name(coop)), [dev_comm, peer, queue], ctx)
+            return call(symbol_name("sdma_quiet_timeout", scope=scope_name(coop)), [dev_comm, peer, timeout_ns], ctx)
+        return call(symbol_name("sdma_quiet_queue_timeout", scope=scope_name(coop)),
+                    [dev_comm, peer, queue, timeout_ns], ctx)
 
 
 _ALL_REDUCE = {"one_shot": "coll_all_reduce_one_shot", "ll": "coll_all_reduce_ll",
