@@ -17,14 +17,22 @@
  *   4.7-5.2 us from 1 to 64 KiB at 2 ranks against one-shot's 8.3 us, and
  *   7.9-9.6 us at 8 ranks against 12.9-13.2 us; at 256 KiB the two are
  *   equal.
- * - one-shot while every rank's reads, (lsaSize - 1) x bytes, stay within
- *   2 MiB: 1 MiB at 2 ranks, about 680 KiB at 4 and 300 KiB at 8. The
- *   one-shot kernel was still 0.66x NCCL at 1 MiB on 2 GPUs, and the custom
- *   all-reduces of vLLM and TensorRT-LLM switch from one-shot to two-shot at
- *   256-512 KiB on 8 GPUs.
+ * - one-shot up to 512 KiB while every rank's reads, (lsaSize - 1) x bytes,
+ *   stay within 2 MiB: 512 KiB at 2 and 4 ranks, about 300 KiB at 8. The
+ *   custom all-reduces of vLLM and TensorRT-LLM switch from one-shot to
+ *   two-shot at 256-512 KiB on 8 GPUs. At 1 MiB and 2 ranks two-shot was the
+ *   faster in three runs of four on one GPU (7.42 against 7.50 us on the
+ *   H100 of 2026-12-05; 6.91 against 7.09 and 7.16 against 7.37 on the H200
+ *   of 2026-12-02), and at 8 ranks one-shot and two-shot tie at 256 KiB
+ *   (11.23 and 11.16 us) while two-shot wins at 1 MiB (12.3 against 18.0).
  * - two-shot beyond: each rank reads and writes about 2 x bytes whatever
- *   the rank count. */
+ *   the rank count.
+ * LL beyond 64 KiB was measured with a staging area of 1 MiB per source
+ * (2026-12-05, H100, 2 ranks): 6.94 us at 256 KiB against one-shot's 6.20,
+ * 20.5 against 7.5 at 1 MiB; at 8 ranks it tied with one-shot at 64 KiB
+ * (10.43 and 10.47 us). So LL stays at 64 KiB and its staging small. */
 #define CCO_COLL_LL_THRESHOLD_BYTES (64u << 10)
+#define CCO_COLL_ONESHOT_MAX_BYTES (512u << 10)
 #define CCO_COLL_ONESHOT_READ_BYTES (2u << 20)
 
 /* Parts per call. Every call of a communicator uses the same count, for
@@ -148,7 +156,8 @@ ccoResult_t cco_coll_config_parse(const char* text, cco_coll_config* cfg, char* 
 static ccoAlgo_t auto_algo(cco_coll_kind kind, size_t bytes, int lsaSize) {
   if (kind != CCO_COLL_ALLREDUCE) return k_algos[kind][0];
   if (bytes <= CCO_COLL_LL_THRESHOLD_BYTES && bytes <= CCO_COLL_LL_MAX_BYTES && lsaSize > 1) return ccoAlgoLL;
-  if (lsaSize <= 1 || (uint64_t)bytes * (uint64_t)(lsaSize - 1) <= CCO_COLL_ONESHOT_READ_BYTES)
+  if (lsaSize <= 1 ||
+      (bytes <= CCO_COLL_ONESHOT_MAX_BYTES && (uint64_t)bytes * (uint64_t)(lsaSize - 1) <= CCO_COLL_ONESHOT_READ_BYTES))
     return ccoAlgoOneShot;
   return ccoAlgoTwoShot;
 }

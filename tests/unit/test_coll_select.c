@@ -58,12 +58,15 @@ TEST(names) {
 }
 
 TEST(automatic_choice) {
-  /* All-reduce: LL when small, one-shot while (lsaSize - 1) x bytes <= 2 MiB, then two-shot. */
+  /* All-reduce: LL when small, one-shot up to 512 KiB while (lsaSize - 1) x bytes <= 2 MiB, then
+   * two-shot. */
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 8, 2), ccoAlgoLL);
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 64 << 10, 8), ccoAlgoLL);
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, (64 << 10) + 4, 8), ccoAlgoOneShot);
-  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 2 << 20, 2), ccoAlgoOneShot);
-  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, (2 << 20) + 4, 2), ccoAlgoTwoShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 512 << 10, 2), ccoAlgoOneShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, (512 << 10) + 4, 2), ccoAlgoTwoShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 1 << 20, 2), ccoAlgoTwoShot);
+  CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 512 << 10, 4), ccoAlgoOneShot);
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 256 << 10, 8), ccoAlgoOneShot);
   CHECK_EQ(pick(NULL, CCO_COLL_ALLREDUCE, 400 << 10, 8), ccoAlgoTwoShot);
   /* One rank: nothing to exchange; one-shot (a copy) at any size. */
