@@ -78,11 +78,16 @@ def main():
             check(True, "")
         own = np.zeros((op.max_recv_tokens, HIDDEN), dtype=np.uint16)
         copies = 0
+        first_views = None
         for rnd in range(6):
             every = [inputs(r, rnd, n_ranks) for r in range(n_ranks)]
             x, w, idx = every[me]
             recv_x, recv_w, recv_s, recv_i, total_recv, routing = op.dispatch(x, w, None, idx, return_routing=True)
             total = int(total_recv[0])
+            # The arena does not move: every dispatch hands out the same views, made once.
+            views = (recv_x, recv_w, recv_i, total_recv, op.combine_in_view())
+            first_views = first_views or views
+            check(all(a is b for a, b in zip(views, first_views)), f"round {rnd}: the arena's views made once")
             want = [(s, t) for s in range(n_ranks) for t in range(every[s][0].shape[0])
                     if me in ranks_of(every[s][2][t])]
             check(total == len(want), f"round {rnd}: {total} tokens received, {len(want)} sent here")

@@ -135,11 +135,18 @@ class EpDispatchCombineOp(Resource):
         self._dispatch_weights: Optional[int] = None  # address of the last dispatch's weights
         self._num_tokens = 0
         self._like = "numpy" if comm.platform == PLATFORM_HOST else "torch"
+        # The arena never moves, so its regions and the views of them are made once: a torch view
+        # costs tens of us of host time, and an eager dispatch returns five of them.
+        self._regions: Dict[int, MemoryRegion] = {}
+        self._views: Dict[Tuple[int, str, str, Tuple[int, ...]], Any] = {}
+        self._max_recv: Optional[int] = None
         comm._track(self)
 
     # ------------------------------------------------------------ life
 
     def _release_c(self) -> int:
+        self._views.clear()
+        self._regions.clear()
         destroy = _fn("ccoMoeDestroy")
         return destroy(self._h)
 
@@ -153,12 +160,23 @@ class EpDispatchCombineOp(Resource):
     def region(self, which: int) -> MemoryRegion:
         """Region `which` (``RECV_TOKENS`` ...) of this rank's arena, to take views of."""
         self._check_alive()
-        ptr, size = ctypes.c_void_p(), ctypes.c_size_t()
-        self._check(_fn("ccoMoeRegion")(self._h, which, ctypes.byref(ptr), ctypes.byref(size)))
-        return MemoryRegion(ptr.value or 0, size.value, self._comm.platform, owner=self,
-                            device=self._comm.cuda_device if self._comm.platform == PLATFORM_CUDA else None)
+        region = self._regions.get(which)
+        if region is None:
+            ptr, size = ctypes.c_void_p(), ctypes.c_size_t()
+            self._check(_fn("ccoMoeRegion")(self._h, which, ctypes.byref(ptr), ctypes.byref(size)))
+            region = MemoryRegion(ptr.value or 0, size.value, self._comm.platform, owner=self,
+                                  device=self._comm.cuda_device if self._comm.platform == PLATFORM_CUDA else None)
+            self._regions[which] = region
+        return region
 
     def _view(self, which: int, dtype: str, shape: Tuple[int, ...]) -> Any:
+        key = (which, self._like, dtype, shape)
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = self._make_view(which, dtype, shape)
+        return view
+
+    def _make_view(self, which: int, dtype: str, shape: Tuple[int, ...]) -> Any:
         region = self.region(which)
         like = self._like
         if like == "numpy":
@@ -172,7 +190,9 @@ class EpDispatchCombineOp(Resource):
 
     @property
     def max_recv_tokens(self) -> int:
-        return self.stats()["max_recv_tokens"]
+        if self._max_recv is None:  # fixed when the op is made
+            self._max_recv = self.stats()["max_recv_tokens"]
+        return self._max_recv
 
     def combine_in_view(self) -> Any:
         """[max recv tokens, hidden] bf16: where the expert writes its rows so
