@@ -2,7 +2,12 @@
 
     coll_jobs.py --impl cco --algo auto --op allreduce,allgather --sizes 1024,4096 [--bf16-sizes 4096]
                  [-n TRIALS] [-w WARMUP] [--reps N]
-    coll_jobs.py --impl torch --op allreduce,reducescatter --sizes ...      (backend "NVSHMEM")
+    coll_jobs.py --impl torch [--torch-backend NVSHMEM|CUDA] --op allreduce,reducescatter --sizes ...
+    coll_jobs.py --impl nccl --op allreduce,allgather,reducescatter,alltoall --sizes ...
+
+torch's symmetric-memory kernels run on its "NVSHMEM" backend (several ranks may share a GPU) or its
+"CUDA" one (a GPU per rank); NCCL runs through torch.distributed (a GPU per rank: NCCL refuses
+several ranks on one GPU), its calls captured in CUDA graphs like the others.
 
 Per collective, type and size: the inputs set so that the result is known, one call checked, then
 REPS calls captured in a CUDA graph and timed (torch_timing.graph_us: warm-up replays, TRIALS timed
@@ -171,7 +176,7 @@ def run_cco(args: argparse.Namespace) -> int:
     return 1 if r.failed else 0
 
 
-# ---------------------------------------------------------------- torch on NVSHMEM
+# ---------------------------------------------------------------- torch's kernels
 
 
 def torch_op(torch: Any, name: str) -> Any:
@@ -203,6 +208,9 @@ def reference_calls(torch: Any, op: str, x: Any, y: Any, group: str) -> Dict[str
     return out
 
 
+REF_NAMES = {"NVSHMEM": "torch_nvshmem", "CUDA": "torch_cuda"}
+
+
 def run_torch(args: argparse.Namespace) -> int:
     import torch
     import torch.distributed as dist
@@ -212,7 +220,8 @@ def run_torch(args: argparse.Namespace) -> int:
     torch.cuda.set_device(int(os.environ.get("CCO_LOCAL_RANK", "0")) % torch.cuda.device_count())
     dist.init_process_group("gloo", init_method=f"file://{os.environ['CCO_TORCH_STORE']}", rank=rank,
                             world_size=n)
-    symm_mem.set_backend("NVSHMEM")
+    symm_mem.set_backend(args.torch_backend)
+    ref_name = REF_NAMES[args.torch_backend]
     group = dist.group.WORLD.group_name
 
     def gather(value: float) -> List[float]:
@@ -248,10 +257,79 @@ def run_torch(args: argparse.Namespace) -> int:
             except Exception:  # noqa: BLE001 - torch refuses some sizes; the others still count
                 r.note(f"torch {variant} {op} {size} B {dtype_name}: {traceback.format_exc(limit=3)}")
                 continue
-            r.emit(op, nbytes, reps, us, wrong, dtype_name, "torch_nvshmem", variant=variant)
+            r.emit(op, nbytes, reps, us, wrong, dtype_name, ref_name, variant=variant)
         del x, y
         torch.cuda.synchronize()
     dist.barrier()
+    dist.destroy_process_group()
+    return 1 if r.failed else 0
+
+
+# ---------------------------------------------------------------- NCCL
+
+
+def nccl_call(dist: Any, op: str, x: Any, y: Any) -> Tuple[Callable[[], Any], Any, bool]:
+    """(call, where its result lands, whether the call keeps its input): NCCL's collective for `op`
+    through torch.distributed, the all-reduce in place (as NCCL users call it)."""
+    if op == "allreduce":
+        return (lambda: dist.all_reduce(x)), x, False
+    if op == "allgather":
+        return (lambda: dist.all_gather_into_tensor(y, x)), y, True
+    if op == "reducescatter":
+        return (lambda: dist.reduce_scatter_tensor(y, x)), y, True
+    return (lambda: dist.all_to_all_single(y, x)), y, True
+
+
+def run_nccl(args: argparse.Namespace) -> int:
+    import torch
+    import torch.distributed as dist
+
+    rank, n = int(os.environ["CCO_RANK"]), int(os.environ["CCO_NRANKS"])
+    if torch.cuda.device_count() < n:
+        print(f"coll_jobs: NCCL needs a GPU per rank: {n} ranks, {torch.cuda.device_count()} GPUs here",
+              file=sys.stderr)
+        return 1
+    device = torch.device("cuda", int(os.environ.get("CCO_LOCAL_RANK", "0")))
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", init_method=f"file://{os.environ['CCO_TORCH_STORE']}", rank=rank,
+                            world_size=n, device_id=device)
+    host = dist.new_group(backend="gloo")  # barriers and gathers between replays, off the GPU
+
+    def gather(value: float) -> List[float]:
+        values: List[float] = [0.0] * n
+        dist.all_gather_object(values, value, group=host)
+        return values
+
+    r = Rank(torch, args, rank, n, lambda: dist.barrier(group=host), gather)
+    for op, dtype_name, dtype, size in r.cases():
+        n_in, n_out, nbytes = counts(op, size, n, torch.empty((), dtype=dtype).element_size())
+        if n_in == 0:
+            continue
+        x = torch.empty(n_in, dtype=dtype, device=device)
+        y = torch.empty(n_out, dtype=dtype, device=device)
+        data = Data(torch, op, rank, n, n_in, n_out)
+        fn, result, keeps_input = nccl_call(dist, op, x, y)
+        try:
+            x.copy_(data.input())
+            torch.cuda.synchronize()
+            dist.barrier(group=host)
+            fn()
+            torch.cuda.synchronize()
+            wrong = data.wrong(result)
+            if not keeps_input:
+                x.zero_()  # sums of zeros stay zeros over the repeated calls
+            reps = reps_for(nbytes, args.reps)
+            us = r.measure(fn, reps)
+            if keeps_input:
+                wrong += data.wrong(result)
+            wrong = int(sum(gather(float(wrong))))
+        except Exception:  # noqa: BLE001 - reported, the other sizes still count
+            r.note(f"nccl {op} {size} B {dtype_name}: {traceback.format_exc(limit=3)}")
+            continue
+        r.emit(op, nbytes, reps, us, wrong, dtype_name, "nccl", variant="nccl")
+        del x, y
+        torch.cuda.synchronize()
+    dist.barrier(group=host)
     dist.destroy_process_group()
     return 1 if r.failed else 0
 
@@ -264,7 +342,9 @@ def sizes_arg(text: str) -> List[int]:
 def main() -> int:
     os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")  # no lazy load while a kernel waits for a peer
     ap = argparse.ArgumentParser(description="one rank of a bench_coll.py job")
-    ap.add_argument("--impl", choices=("cco", "torch"), required=True)
+    ap.add_argument("--impl", choices=("cco", "torch", "nccl"), required=True)
+    ap.add_argument("--torch-backend", choices=tuple(REF_NAMES), default="NVSHMEM",
+                    help="torch's symmetric-memory backend for --impl torch")
     ap.add_argument("--algo", default="auto")
     ap.add_argument("--op", required=True, type=lambda t: t.split(","))
     ap.add_argument("--sizes", required=True, type=sizes_arg)
@@ -276,7 +356,7 @@ def main() -> int:
     for op in args.op:
         if op not in CCO_NAMES:
             ap.error(f"unknown collective '{op}'")
-    return run_cco(args) if args.impl == "cco" else run_torch(args)
+    return {"cco": run_cco, "torch": run_torch, "nccl": run_nccl}[args.impl](args)
 
 
 if __name__ == "__main__":

@@ -53,13 +53,13 @@ expect_status 2 "unknown backend 'XYZ'" "$torchb" --backends CCO,XYZ
 expect_status 2 "-w: the warm-up is fixed" "$torchb" -w 2
 
 # The plan: per rank count, cco auto (everything, bf16 at 4K 256K 16M), each forced all-reduce
-# algorithm (ll up to 1 MiB), then torch's NVSHMEM reference (all-reduce, reduce-scatter).
+# algorithm (ll up to the 64 KiB it takes), then torch's NVSHMEM reference (all-reduce, reduce-scatter).
 n_jobs=$(python3 "$coll" --bin "$bin" --dry-run | wc -l)
 [ "$n_jobs" -eq 15 ] && pass || fail "default plan: $n_jobs jobs, wanted 5 per rank count x 3"
 plan_has "[2 ranks, cco auto] -u CCO_ALGO $bin/ccorun -t 600 -n 2 " --ranks 2
 plan_has "--op allreduce,allgather,reducescatter,alltoall --sizes 1024,4096,16384,65536,262144,1048576,4194304,16777216,67108864,268435456 --bf16-sizes 4096,262144,16777216 --algo auto" --ranks 2
 plan_has "[8 ranks, cco ll] CCO_ALGO=ll $bin/ccorun -t 600 -n 8" --ranks 8
-plan_has "--impl cco --op allreduce --sizes 1024,4096,16384,65536,262144,1048576 --bf16-sizes 4096,262144 --algo ll" --ranks 8
+plan_has "--impl cco --op allreduce --sizes 1024,4096,16384,65536 --bf16-sizes 4096 --algo ll" --ranks 8
 plan_has "CCO_ALGO=twoshot" --ranks 4
 plan_has "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1" --ranks 2
 plan_has "--impl torch --op allreduce,reducescatter --sizes" --ranks 2
@@ -70,7 +70,16 @@ plan_lacks "torch NVSHMEM" --no-ref
 plan_lacks "CCO_ALGO=" --op allgather,alltoall
 plan_lacks "--impl torch" --op allgather
 plan_lacks "cco ll" --algos auto,oneshot
-plan_lacks "cco ll" -b 2M  # ll is not timed past 1 MiB: no job left
+plan_lacks "cco ll" -b 128K  # ll is not timed past the 64 KiB it takes: no job left
+# The references of a GPU per rank: torch's CUDA backend (no NVSHMEM settings) and NCCL (every collective).
+plan_has "[2 ranks, torch CUDA]  $bin/ccorun -t 600 -n 2 " --ranks 2 --refs torch_cuda,nccl
+plan_has "--impl torch --op allreduce,reducescatter --sizes" --ranks 2 --refs torch_cuda
+plan_has "--torch-backend CUDA" --ranks 2 --refs torch_cuda
+plan_has "[2 ranks, NCCL]" --ranks 2 --refs torch_cuda,nccl
+plan_has "--impl nccl --op allreduce,allgather,reducescatter,alltoall --sizes" --ranks 2 --refs nccl
+plan_lacks "torch NVSHMEM" --ranks 2 --refs torch_cuda,nccl
+plan_lacks "NCCL" --ranks 2 --refs nccl --no-ref
+expect_status 2 "'mpi' is not one of torch_nvshmem, torch_cuda, nccl" "$coll" --refs nccl,mpi
 plan_lacks "--bf16-sizes" --op reducescatter
 if ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
   expect_status 77 "bench_coll.py: no GPU driver here" "$coll" --bin "$bin" --ranks 2
@@ -133,6 +142,32 @@ rs = [line("reducescatter", 1 << 20, 4, "us", 8.0, algo="auto", variant="auto"),
       line("reducescatter", 1 << 20, 4, "us", 10.0, "torch_nvshmem", variant="reduce_scatter_out")]
 o = ratios(rs, 4)[("reducescatter", 1 << 20, "ratio_us")]
 assert abs(o["value"] - 0.8) < 1e-9 and o["goal_ratio_max"] is None and o["met"] is None, o
+
+# NCCL: every collective has a ratio; the all-reduce's goals are <= 0.6 x its time from 1 KiB to 1 MiB
+# and >= 1.0 x its bus bandwidth from 16 MiB; the other collectives have none.
+nc = [line("allreduce", 4096, 8, "us", 5.0, algo="auto", variant="auto"),
+      line("allreduce", 4096, 8, "us", 10.0, "nccl", variant="nccl"),
+      line("allgather", 4096, 8, "us", 6.0, algo="auto", variant="auto"),
+      line("allgather", 4096, 8, "us", 5.0, "nccl", variant="nccl"),
+      line("allreduce", 16 << 20, 8, "us", 90.0, algo="auto", variant="auto"),
+      line("allreduce", 16 << 20, 8, "GBps", 20.0, algo="auto", variant="auto"),
+      line("allreduce", 16 << 20, 8, "us", 100.0, "nccl", variant="nccl"),
+      line("allreduce", 16 << 20, 8, "GBps", 19.0, "nccl", variant="nccl")]
+r = ratios(nc, 8)
+o = r[("allreduce", 4096, "ratio_us")]
+assert o["value"] == 0.5 and o["goal_ratio_max"] == 0.6 and o["met"] is True and o["vs"] == "nccl nccl", o
+o = r[("allgather", 4096, "ratio_us")]
+assert o["value"] == 1.2 and o["goal_ratio_max"] is None and o["met"] is None, o
+o = r[("allreduce", 16 << 20, "ratio_GBps")]
+assert o["goal_ratio_min"] == 1.0 and o["met"] is True and abs(o["value"] - 20 / 19) < 1e-5, o
+# torch's CUDA backend: <= 0.8 at any rank count; beside NCCL in the same run, a ratio line each.
+tc = results(4, 4.2, 5.0, 6.0, 4096)
+tc = [dict(l, ref="torch_cuda") if l["ref"] else l for l in tc]
+tc.append(line("allreduce", 4096, 4, "us", 8.4, "nccl", variant="nccl"))
+got = [json.loads(t) for t in bench_coll.ratios(tc, 4) if json.loads(t)["metric"] == "ratio_us"]
+assert sorted(o["vs"] for o in got) == ["nccl nccl", "torch_cuda one_shot"], got
+o = [o for o in got if o["vs"].startswith("torch_cuda")][0]
+assert abs(o["value"] - 0.84) < 1e-9 and o["goal_ratio_max"] == 0.8 and o["met"] is False, o
 
 # nccl-tests' sizes: the all-gather's output, the reduce-scatter's input, the all-to-all's buffer.
 assert coll_jobs.counts("allreduce", 4096, 8, 4) == (1024, 1024, 4096)

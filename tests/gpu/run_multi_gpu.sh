@@ -2,7 +2,10 @@
 # GPU tests and benchmarks with one process per GPU (no MPS), for machines
 # with several GPUs: the suite of run_gpu_tests.sh with 2, 4 and 8 ranks
 # (as many as there are GPUs), then the LSA, all-reduce, SDMA, GDA, NCCL and
-# NVSHMEM benchmarks. Logs and JSON lines go under OUT_DIR.
+# NVSHMEM benchmarks, and the operators': the collectives in CUDA graphs beside
+# torch's symmetric-memory kernels (its CUDA backend) and NCCL, MoE dispatch
+# and combine, the fused GEMM + communication ops. Logs and JSON lines go
+# under OUT_DIR.
 #
 # CCO_MULTI_GPU_REHEARSAL=1 runs every step with 2, 4 and 8 ranks whatever
 # the GPU count, ranks sharing GPUs under MPS: it proves the script and the
@@ -66,6 +69,19 @@ for n in "${sizes[@]}"; do
     run "NCCL references (all-gather bus bandwidth, AllReduce in CUDA graphs), $n $unit" "nccl_ref_$n.jsonl" \
       "$bin/ccorun" -t 300 -n "$n" python3 "$here/../../bench/nccl_ref.py"
   fi
+done
+# The collectives beside torch's kernels and NCCL, each in CUDA graphs; the rehearsal has torch's
+# NVSHMEM backend only (its CUDA backend and NCCL need a GPU per rank). Then the MoE op
+# (DeepSeek-V3 shape) and the fused GEMM ops (Llama-70B tensor-parallel shapes), each beside its
+# references (bench/bench_moe.py, bench/bench_fused.py).
+refs=$([ "$rehearsal" = 1 ] && echo torch_nvshmem || echo torch_cuda,nccl)
+for n in "${sizes[@]}"; do
+  run "bench collectives in CUDA graphs beside $refs, $n $unit" "bench_coll_$n.jsonl" \
+    python3 "$here/../../bench/bench_coll.py" --bin "$bin" --ranks "$n" --refs "$refs" --timeout 900
+  run "bench MoE dispatch and combine, $n $unit" "bench_moe_$n.jsonl" \
+    python3 "$here/../../bench/bench_moe.py" --bin "$bin" --ranks "$n"
+  run "bench fused GEMM + communication, $n $unit" "bench_fused_$n.jsonl" \
+    python3 "$here/../../bench/bench_fused.py" --bin "$bin" --ranks "$n"
 done
 run "bench SDMA, 2 $unit" bench_sdma_2.jsonl "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-sdma"
 run "bench GDA, 2 $unit" bench_gda_2.jsonl "$bin/ccorun" -t 300 -n 2 "$bin/cco-bench-gda"
