@@ -52,12 +52,13 @@ for algo in allreduce=oneshot allreduce=ll allreduce=twoshot ll; do
 done
 # The victim runs under a launcher of its own, so that its death does not
 # stop the survivors' launcher; both share the job's id through a file.
-liveness_run() { # nRanks: the last one kills itself while the others wait
+liveness_run() { # nRanks [--collective]: the last one kills itself while the others wait
   local n=$1 idf rc
+  shift
   idf=$(mktemp -u)
-  "$bin/ccorun" -t 60 -n 1 --nranks "$n" --rank-offset $((n - 1)) --id-file "$idf" "$bin/gpu_liveness" &
+  "$bin/ccorun" -t 60 -n 1 --nranks "$n" --rank-offset $((n - 1)) --id-file "$idf" "$bin/gpu_liveness" "$@" &
   local victimLauncher=$!
-  "$bin/ccorun" -t 60 -n $((n - 1)) --nranks "$n" --id-file "$idf" -p "$bin/gpu_liveness"
+  "$bin/ccorun" -t 60 -n $((n - 1)) --nranks "$n" --id-file "$idf" -p "$bin/gpu_liveness" "$@"
   rc=$?
   wait "$victimLauncher" # exits nonzero: its rank was killed, as planned
   rm -f "$idf"
@@ -66,6 +67,8 @@ liveness_run() { # nRanks: the last one kills itself while the others wait
 for n in 2 4; do
   run "liveness monitor: a rank killed while $((n - 1)) others wait in LSA barriers without a timeout, \
 $n ranks under MPS" liveness_run "$n"
+  run "liveness monitor: a rank killed while $((n - 1)) others wait in an all-reduce (ccoAllReduce), \
+$n ranks under MPS" liveness_run "$n" --collective
 done
 suite_programs "$bin" 4 "ranks under MPS"
 # The collectives on torch tensors in windows, eagerly and replayed in CUDA graphs.
