@@ -109,6 +109,29 @@ class Rank:
     def measure(self, fn: Callable[[], Any], reps: int) -> float:
         return max(self.gather(graph_us(self.torch, fn, reps, self.trials, self.warmup, self.barrier)))
 
+    def checked_time(self, data: "Data", x: Any, fn: Callable[[], Any], result: Any, keeps_input: bool,
+                     nbytes: int) -> Tuple[float, int, int]:
+        """(us per call, calls per graph, elements wrong on any rank) of `fn`: one call checked
+        (`result` preset to -1 where it is not the input), then the graph timed and, where the call
+        keeps its input, the replays' result checked too. A call that overwrites its input gets
+        zeros for the replays: repeated sums would grow to infinity, sums of zeros stay zeros."""
+        torch = self.torch
+        x.copy_(data.input())
+        if result is not x:
+            result.fill_(-1)
+        torch.cuda.synchronize()
+        self.barrier()
+        fn()
+        torch.cuda.synchronize()
+        wrong = data.wrong(result)
+        if not keeps_input:
+            x.zero_()
+        reps = reps_for(nbytes, self.args.reps)
+        us = self.measure(fn, reps)
+        if keeps_input:
+            wrong += data.wrong(result)
+        return us, reps, int(sum(self.gather(float(wrong))))
+
     def emit(self, op: str, nbytes: int, reps: int, us: float, wrong: int, dtype: str, ref: Optional[str],
              **extra: Any) -> None:
         if wrong:
@@ -154,17 +177,7 @@ def run_cco(args: argparse.Namespace) -> int:
             call = getattr(comm, CCO_NAMES[op])
             fn = (lambda: call(x, out=y)) if op == "allreduce" else (lambda: call(x, y))
             data = Data(torch, op, comm.rank, n, n_in, n_out)
-            x.copy_(data.input())
-            y.fill_(-1)
-            torch.cuda.synchronize()
-            comm.barrier()
-            fn()
-            torch.cuda.synchronize()
-            wrong = data.wrong(y)
-            reps = reps_for(nbytes, args.reps)
-            us = r.measure(fn, reps)
-            wrong += data.wrong(y)  # the input survives: the replays' result too
-            wrong = int(sum(gather(float(wrong))))
+            us, reps, wrong = r.checked_time(data, x, fn, y, True, nbytes)
             try:
                 used = comm.collective_algorithm(CCO_NAMES[op], nbytes)
             except Exception as exc:  # noqa: BLE001 - a figure without its label is still a figure
@@ -241,19 +254,7 @@ def run_torch(args: argparse.Namespace) -> int:
         data = Data(torch, op, rank, n, n_in, n_out)
         for variant, (fn, result, keeps_input) in reference_calls(torch, op, x, y, group).items():
             try:
-                x.copy_(data.input())
-                torch.cuda.synchronize()
-                dist.barrier()
-                fn()
-                torch.cuda.synchronize()
-                wrong = data.wrong(result)
-                if not keeps_input:
-                    x.zero_()  # repeated calls would grow the values to infinity; zeros stay zeros
-                reps = reps_for(nbytes, args.reps)
-                us = r.measure(fn, reps)
-                if keeps_input:
-                    wrong += data.wrong(result)
-                wrong = int(sum(gather(float(wrong))))
+                us, reps, wrong = r.checked_time(data, x, fn, result, keeps_input, nbytes)
             except Exception:  # noqa: BLE001 - torch refuses some sizes; the others still count
                 r.note(f"torch {variant} {op} {size} B {dtype_name}: {traceback.format_exc(limit=3)}")
                 continue
@@ -310,19 +311,7 @@ def run_nccl(args: argparse.Namespace) -> int:
         data = Data(torch, op, rank, n, n_in, n_out)
         fn, result, keeps_input = nccl_call(dist, op, x, y)
         try:
-            x.copy_(data.input())
-            torch.cuda.synchronize()
-            dist.barrier(group=host)
-            fn()
-            torch.cuda.synchronize()
-            wrong = data.wrong(result)
-            if not keeps_input:
-                x.zero_()  # sums of zeros stay zeros over the repeated calls
-            reps = reps_for(nbytes, args.reps)
-            us = r.measure(fn, reps)
-            if keeps_input:
-                wrong += data.wrong(result)
-            wrong = int(sum(gather(float(wrong))))
+            us, reps, wrong = r.checked_time(data, x, fn, result, keeps_input, nbytes)
         except Exception:  # noqa: BLE001 - reported, the other sizes still count
             r.note(f"nccl {op} {size} B {dtype_name}: {traceback.format_exc(limit=3)}")
             continue
