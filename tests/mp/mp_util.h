@@ -132,6 +132,19 @@ static inline int mp_count_dir(const char* path) {
 /* Minus the fd opendir itself holds while counting. */
 static inline int mp_count_fds(void) { return mp_count_dir("/proc/self/fd") - 1; }
 static inline int mp_count_threads(void) { return mp_count_dir("/proc/self/task"); }
+/* The thread count once threads that were already joined have left
+ * /proc/self/task: the kernel wakes a joiner before it reaps the task, so a
+ * count taken right after a join can include it. The lowest count seen over
+ * a short window is the settled one; a leaked thread never leaves. */
+static inline int mp_count_threads_settled(double window) {
+  int low = mp_count_threads();
+  for (double t0 = mp_now(); mp_now() - t0 < window;) {
+    mp_sleep(0.005);
+    int n = mp_count_threads();
+    if (n < low) low = n;
+  }
+  return low;
+}
 
 #define MP_OK(call) ((call) == ccoSuccess)
 
