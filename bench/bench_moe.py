@@ -14,7 +14,8 @@ per (token, expert) sorted by expert, cco one row per (token, rank) deduplicated
 of time, the bytes are each one's own.
 
 Timing, every rank at once (each job starts after a barrier), the slowest rank's figure: dispatch
-and combine apart with CUDA events around eager calls (median of 20 after 5 warm-up rounds); cco's
+and combine apart with CUDA events around eager calls (median of 20 after 5 warm-up rounds), and
+the host time each eager call takes to return (host_us: the caller's cost of a launch); cco's
 pair also replayed in a CUDA graph (per pair). The floor: the bytes this rank's dispatch writes to
 its peers at the device-to-device cudaMemcpy speed measured in the same job with every rank copying
 at once (the ranks share one GPU); goal >= 0.8 of it in throughput mode. SMs used: cco's blocks per
@@ -24,6 +25,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Dict, List
 
@@ -45,24 +47,32 @@ def routing(torch, rank: int, tokens: int):
 
 
 def timed_pairs(torch, first, second, barrier):
-    """Median GPU times (us) of `first` and `second` called in turn, CUDA events around each."""
+    """Median GPU times (us) of `first` and `second` called in turn, CUDA events around each, and
+    the median host time (us) each call takes to return (what a launch costs the caller: the
+    arguments' checks, the views, the launch; the GPU work runs after)."""
     for _ in range(WARMUP):
         first()
         second()
     torch.cuda.synchronize()
-    a, b = [], []
+    a, b, ha, hb = [], [], [], []
     for _ in range(ROUNDS):
         barrier()
         e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
         e[0].record()
+        t0 = time.perf_counter()
         first()
+        t1 = time.perf_counter()
         e[1].record()
+        t2 = time.perf_counter()
         second()
+        t3 = time.perf_counter()
         e[2].record()
         e[2].synchronize()
         a.append(e[0].elapsed_time(e[1]) * 1e3)
         b.append(e[1].elapsed_time(e[2]) * 1e3)
-    return statistics.median(a), statistics.median(b)
+        ha.append((t1 - t0) * 1e6)
+        hb.append((t3 - t2) * 1e6)
+    return statistics.median(a), statistics.median(b), statistics.median(ha), statistics.median(hb)
 
 
 def memcpy_gbps(torch, barrier) -> float:
@@ -120,8 +130,8 @@ def rank_cco(tokens_list: List[int]) -> None:
                 def combine():
                     op.combine(view, wd, out=out, out_weights=out_w)
 
-                d_us, c_us = timed_pairs(torch, dispatch, combine, comm.barrier)
-                d_us, c_us = slowest(d_us), slowest(c_us)
+                d_us, c_us, d_host, c_host = timed_pairs(torch, dispatch, combine, comm.barrier)
+                d_us, c_us, d_host, c_host = slowest(d_us), slowest(c_us), slowest(d_host), slowest(c_host)
                 row = HIDDEN * (1 if dtype == "fp8" else 2) + (HIDDEN // SCALE_BLOCK * 4 if dtype == "fp8" else 0)
                 sent = dests * (row + TOPK * 8 + 8)
                 back = dests * HIDDEN * 2
@@ -151,9 +161,11 @@ def rank_cco(tokens_list: List[int]) -> None:
                 if rank == 0:
                     extra = dict(tokens=tokens, dtype=dtype, mode=mode, parts=parts, memcpy_gbps=round(bw_all, 1))
                     print(json_line("moe", "dispatch", sent, world, ROUNDS, "us", d_us, None,
-                                    floor_us=round(floor_d, 2), of_floor=round(floor_d / d_us, 3), **extra))
+                                    floor_us=round(floor_d, 2), of_floor=round(floor_d / d_us, 3),
+                                    host_us=round(d_host, 1), **extra))
                     print(json_line("moe", "combine", back, world, ROUNDS, "us", c_us, None,
-                                    floor_us=round(floor_c, 2), of_floor=round(floor_c / c_us, 3), **extra))
+                                    floor_us=round(floor_c, 2), of_floor=round(floor_c / c_us, 3),
+                                    host_us=round(c_host, 1), **extra))
                     print(json_line("moe", "dispatch_combine_graph", sent + back, world, 5 * reps, "us", pair_us,
                                     None, **extra), flush=True)
                 op.release()
@@ -211,16 +223,16 @@ def rank_torch(tokens_list: List[int]) -> None:
         def combine():
             torch.ops.symm_mem.all_to_all_vdev_2d_offset(out, back, out_so, back_so, group)
 
-        d_us, c_us = timed_pairs(torch, dispatch, combine, dist.barrier)
+        d_us, c_us, d_host, c_host = timed_pairs(torch, dispatch, combine, dist.barrier)
         torch.cuda.synchronize()
         correct = bool(torch.equal(back, inp))  # the rows come back where they were
-        d_us, c_us = slowest(d_us), slowest(c_us)
+        d_us, c_us, d_host, c_host = slowest(d_us), slowest(c_us), slowest(d_host), slowest(c_host)
         if rank == 0:
             extra = dict(tokens=tokens, dtype="bf16", correct=correct)
             print(json_line("moe", "dispatch", rows * HIDDEN * 2, world, ROUNDS, "us", d_us, "torch_a2a_vdev_2d",
-                            **extra))
+                            host_us=round(d_host, 1), **extra))
             print(json_line("moe", "combine", rows * HIDDEN * 2, world, ROUNDS, "us", c_us, "torch_a2a_vdev_2d",
-                            **extra), flush=True)
+                            host_us=round(c_host, 1), **extra), flush=True)
         del inp, out, back
         dist.barrier()
     dist.destroy_process_group()

@@ -28,19 +28,21 @@ from cco.launch import finalize, init_communicator  # noqa: E402
 from cco.ops import EpDispatchCombineConfig, EpDispatchCombineOp  # noqa: E402
 from gpu_checks import Job  # noqa: E402  (next to this file)
 
-HIDDEN, EXPERTS_PER_RANK, TOPK = 256, 4, 4
+EXPERTS_PER_RANK, TOPK = 4, 4
 REPLAYS = int(os.environ.get("CCO_TEST_REPLAYS", "50"))
 
 
-def inputs(rank, rnd, nranks, max_tokens, fp8):
-    """One rank's tokens of round rnd (CPU tensors), the same on every rank."""
+def inputs(rank, rnd, nranks, max_tokens, fp8, hidden):
+    """One rank's tokens of round rnd (CPU tensors), the same on every rank.
+    The scales differ per token and block, so a scale that lands in the
+    wrong slot or place shows; the expert ignores them (it checks rows)."""
     g = torch.Generator().manual_seed(7919 * rnd + rank)
     n = int(torch.randint(0, max_tokens + 1, (1,), generator=g))
-    x = torch.randint(-8, 9, (n, HIDDEN), generator=g).float()
+    x = torch.randint(-8, 9, (n, hidden), generator=g).float()
     w = torch.rand((n, TOPK), generator=g)
     idx = torch.randint(-1, nranks * EXPERTS_PER_RANK, (n, TOPK), generator=g, dtype=torch.int32)
     tok = x.to(torch.float8_e4m3fn) if fp8 else x.to(torch.bfloat16)
-    scales = torch.ones((n, HIDDEN // 128)) if fp8 else None
+    scales = torch.rand((n, hidden // 128), generator=g) if fp8 else None
     return x, tok, w, idx, scales
 
 
@@ -54,23 +56,23 @@ def expected_out(x, idx):
 
 
 def expert(op, recv_x, rows, rank, fp8, out):
-    """The expert: its rows times (rank + 1), dequantized (scales are 1)."""
+    """The expert: its rows times (rank + 1) (the scales left out)."""
     if fp8:
         out[:rows].copy_(recv_x[:rows].float() * (rank + 1))
     else:
         torch.mul(recv_x[:rows], rank + 1, out=out[:rows])
 
 
-def run_case(job, name, fp8, mode, max_tokens, rounds):
+def run_case(job, name, fp8, mode, max_tokens, rounds, hidden):
     comm, me, n = job.comm, job.comm.rank, job.comm.size
-    cfg = EpDispatchCombineConfig(hidden_dim=HIDDEN, max_num_inp_token_per_rank=max_tokens,
+    cfg = EpDispatchCombineConfig(hidden_dim=hidden, max_num_inp_token_per_rank=max_tokens,
                                   num_experts_per_rank=EXPERTS_PER_RANK, num_experts_per_token=TOPK,
                                   data_type="fp8" if fp8 else "bf16", mode=mode)
     op = EpDispatchCombineOp(cfg, comm)
-    own = torch.empty((op.max_recv_tokens, HIDDEN), dtype=torch.bfloat16, device="cuda")
+    own = torch.empty((op.max_recv_tokens, hidden), dtype=torch.bfloat16, device="cuda")
     copies = 0
     for rnd in range(rounds):
-        every = [inputs(r, rnd, n, max_tokens, fp8) for r in range(n)]
+        every = [inputs(r, rnd, n, max_tokens, fp8, hidden) for r in range(n)]
         x, tok, w, idx, scales = every[me]
         wd = w.cuda()  # combine gets the same tensor: the dispatched weights come back
         recv_x, recv_w, recv_s, recv_i, total_recv, routing = op.dispatch(
@@ -81,14 +83,15 @@ def run_case(job, name, fp8, mode, max_tokens, rounds):
         want = [(s, t) for s in range(n) for t in range(every[s][0].shape[0]) if me in ranks_of(every[s][3][t])]
         job.expect(total == len(want), f"{name} round {rnd}: {total} received, {len(want)} sent here")
         rows = recv_x[:total].view(torch.uint8).cpu()
+        # A slot holds one token's row, weights, ids and (fp8) scales together: compared as one record.
+        scl = recv_s[:total].cpu() if fp8 else None
         got = sorted(rows[q].numpy().tobytes() + recv_w[q].cpu().numpy().tobytes() +
-                     recv_i[q].cpu().numpy().tobytes() for q in range(total))
+                     recv_i[q].cpu().numpy().tobytes() + (scl[q].numpy().tobytes() if fp8 else b"")
+                     for q in range(total))
         exp = sorted(every[s][1][t].view(torch.uint8).numpy().tobytes() + every[s][2][t].numpy().tobytes() +
-                     every[s][3][t].numpy().tobytes() for s, t in want)
-        job.expect(got == exp, f"{name} round {rnd}: received rows, weights and ids")
-        if fp8:
-            job.expect(bool(torch.equal(recv_s[:total].cpu(), torch.ones((total, HIDDEN // 128)))),
-                       f"{name} round {rnd}: received scales")
+                     every[s][3][t].numpy().tobytes() + (every[s][4][t].numpy().tobytes() if fp8 else b"")
+                     for s, t in want)
+        job.expect(got == exp, f"{name} round {rnd}: received rows, weights, ids" + (" and scales" if fp8 else ""))
         zero_copy = rnd % 2 == 0
         dst = op.combine_in_view() if zero_copy else own
         expert(op, recv_x, total, me, fp8, dst)
@@ -102,20 +105,20 @@ def run_case(job, name, fp8, mode, max_tokens, rounds):
         job.expect(bool(torch.equal(out_w.cpu(), w * keep)), f"{name} round {rnd}: combined weights")
         comm.barrier()
     job.expect(op.combine_copies == copies, f"{name}: combine_copies {op.combine_copies}, {copies} made")
-    run_graph(job, name, op, fp8, max_tokens)
+    run_graph(job, name, op, fp8, max_tokens, hidden)
     op.release()
 
 
-def run_graph(job, name, op, fp8, max_tokens):
+def run_graph(job, name, op, fp8, max_tokens, hidden):
     """The pipeline in one CUDA graph, replayed with new inputs: every rank
     sends max_tokens tokens (the count is fixed by the capture)."""
     comm, me, n = job.comm, job.comm.rank, job.comm.size
-    x0, tok0, w0, idx0, s0 = inputs(me, 0, n, max_tokens, fp8)
+    x0, tok0, w0, idx0, s0 = inputs(me, 0, n, max_tokens, fp8, hidden)
     tok = torch.zeros((max_tokens,) + tok0.shape[1:], dtype=tok0.dtype, device="cuda")
     w = torch.zeros((max_tokens, TOPK), device="cuda")
     idx = torch.full((max_tokens, TOPK), -1, dtype=torch.int32, device="cuda")
-    scales = torch.ones((max_tokens, HIDDEN // 128), device="cuda") if fp8 else None
-    out = torch.empty((max_tokens, HIDDEN), dtype=torch.bfloat16, device="cuda")
+    scales = torch.ones((max_tokens, hidden // 128), device="cuda") if fp8 else None
+    out = torch.empty((max_tokens, hidden), dtype=torch.bfloat16, device="cuda")
     out_w = torch.empty((max_tokens, TOPK), device="cuda")
     slots = op.max_recv_tokens
     stream = torch.cuda.Stream()
@@ -135,7 +138,7 @@ def run_graph(job, name, op, fp8, max_tokens):
     bad = 0
     g = torch.Generator().manual_seed(me)
     for rep in range(REPLAYS):
-        x = torch.randint(-8, 9, (max_tokens, HIDDEN), generator=g).float()
+        x = torch.randint(-8, 9, (max_tokens, hidden), generator=g).float()
         ids = torch.randint(-1, n * EXPERTS_PER_RANK, (max_tokens, TOPK), generator=g, dtype=torch.int32)
         wt = torch.rand((max_tokens, TOPK), generator=g)
         tok.copy_(x.to(tok.dtype))
@@ -156,12 +159,16 @@ def main():
     with init_communicator(per_rank_vmm=4 << 30) as comm:
         torch.cuda.set_device(comm.cuda_device)
         job = Job(comm)
-        for name, fp8, mode, tokens in (("bf16 throughput", False, "throughput", 512),
-                                        ("fp8 throughput", True, "throughput", 512),
-                                        ("bf16 low latency", False, "low_latency", 128),
-                                        ("fp8 low latency", True, "low_latency", 128)):
+        # Hidden 256: rows shorter than a warp's loads (lanes past the row's end still send the
+        # per-token words). Hidden 16384 in fp8: 128 scales and 8 weights and ids a token, more
+        # per-token words than a warp holds at once (the dispatch sends them in two goes).
+        for name, fp8, mode, tokens, hidden in (("bf16 throughput", False, "throughput", 512, 256),
+                                                ("fp8 throughput", True, "throughput", 512, 256),
+                                                ("bf16 low latency", False, "low_latency", 128, 256),
+                                                ("fp8 low latency", True, "low_latency", 128, 256),
+                                                ("fp8 throughput, hidden 16384", True, "throughput", 64, 16384)):
             try:
-                run_case(job, name, fp8, mode, tokens, rounds=4)
+                run_case(job, name, fp8, mode, tokens, rounds=4, hidden=hidden)
             except Exception as e:  # noqa: BLE001 - a failed case is reported, the others still run
                 job.failed += 1
                 print(f"rank {comm.rank}: FAIL {name}: {type(e).__name__}: {e}", flush=True)

@@ -182,6 +182,18 @@ CCO_DEVICE_INLINE uint32_t cco_impl_atomic_add_release_u32(uint32_t* p, uint32_t
 #endif
 }
 
+/* Relaxed, block scope: a counter only the threads of one block touch
+ * before a block sync publishes it (no fence per add). */
+CCO_DEVICE_INLINE uint32_t cco_impl_atomic_add_block_u32(uint32_t* p, uint32_t v) {
+#if CCO_ARCH_GPU
+  uint32_t old;
+  __asm__ volatile("atom.relaxed.cta.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+#else
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
 CCO_DEVICE_INLINE void cco_impl_fence_acq_rel_sys(void) {
 #if CCO_ARCH_GPU
   __asm__ volatile("fence.acq_rel.sys;" ::: "memory");

@@ -200,27 +200,106 @@ CCO_DEVICE_INLINE void cco_impl_moe_route(const ccoMoeDevArgs* a, uint32_t t, ui
     }
     uint32_t d = (uint32_t)e / a->expertsPerRank;
     if (route[d] != -1) continue; /* this rank gets the token once */
-    route[d] = (int32_t)cco_impl_atomic_add_release_u32(&count[d], 1u);
+    route[d] = (int32_t)cco_impl_atomic_add_block_u32(&count[d], 1u);
   }
 }
 
-/* Writes token t into slot `slot` of rank d: the row, its scales,
- * weights, expert ids and source. */
-CCO_DEVICE_INLINE void cco_impl_moe_send(const ccoMoeDevArgs* a, uint32_t t, uint32_t d, uint32_t slot, uint32_t lane,
-                                         uint32_t lanes) {
-  uint64_t tb = a->tokenBytes, k = a->topk, sc = a->scaleCount;
-  cco_impl_moe_copy(cco_impl_moe_peer(a, (int)d, a->offRecvX + slot * tb), a->tokens + t * tb, tb, lane, lanes);
-  if (sc)
-    cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)d, a->offRecvS + slot * sc * 4u), a->scales + t * sc * 4u,
-                            (uint32_t)sc, lane, lanes);
-  cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)d, a->offRecvW + slot * k * 4u), a->weights + t * k * 4u,
-                          (uint32_t)k, lane, lanes);
-  uint64_t ids = (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + t * k * 4u;
-  cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)d, a->offRecvI + slot * k * 4u), ids, (uint32_t)k, lane, lanes);
-  if (lane == 0) {
-    int32_t* src = (int32_t*)(uintptr_t)cco_impl_moe_peer(a, (int)d, a->offRecvSrc + (uint64_t)slot * 8u);
-    src[0] = (int32_t)a->me;
-    src[1] = (int32_t)t;
+/* Vectors in flight per lane of a dispatched row: a 7 KiB fp8 row is one
+ * chunk (one wait for memory), a 14 KiB bf16 row two. */
+#define CCO_IMPL_MOE_SEND_UNROLL 16
+/* Per-token words (scales, weights, expert ids) each lane holds at once. */
+#define CCO_IMPL_MOE_META_WORDS 3
+
+/* Word m of token t's per-token words: its scales, then its weights, then
+ * its expert ids (the routing's copy, with bad ids dropped): where it comes
+ * from, and where it goes in a receiver's arena for slot `slot`. */
+CCO_DEVICE_INLINE uint64_t cco_impl_moe_meta_src(const ccoMoeDevArgs* a, uint32_t t, uint32_t m) {
+  uint64_t sc = a->scaleCount, k = a->topk;
+  if (m < sc) return a->scales + (t * sc + m) * 4u;
+  m -= (uint32_t)sc;
+  if (m < k) return a->weights + (t * k + m) * 4u;
+  m -= (uint32_t)k;
+  return (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + (t * k + m) * 4u;
+}
+CCO_DEVICE_INLINE uint64_t cco_impl_moe_meta_dst(const ccoMoeDevArgs* a, uint64_t slot, uint32_t m) {
+  uint64_t sc = a->scaleCount, k = a->topk;
+  if (m < sc) return a->offRecvS + (slot * sc + m) * 4u;
+  m -= (uint32_t)sc;
+  if (m < k) return a->offRecvW + (slot * k + m) * 4u;
+  m -= (uint32_t)k;
+  return a->offRecvI + (slot * k + m) * 4u;
+}
+
+/* Per-token words [m0, m0 + lanes * META_WORDS) of token t, to every rank
+ * its routing row names (lane 0 also writes the source record when
+ * `source`); the words are loaded before `between` runs, stored after. */
+CCO_DEVICE_INLINE void cco_impl_moe_meta_load(const ccoMoeDevArgs* a, uint32_t t, uint32_t m0, uint32_t lane,
+                                              uint32_t lanes, uint32_t* w) {
+  uint32_t meta = a->scaleCount + 2u * a->topk;
+  CCO_IMPL_UNROLL_ for (int i = 0; i < CCO_IMPL_MOE_META_WORDS; i++) {
+    uint32_t m = m0 + lane + (uint32_t)i * lanes;
+    w[i] = m < meta ? *(const uint32_t*)(uintptr_t)cco_impl_moe_meta_src(a, t, m) : 0u;
+  }
+}
+CCO_DEVICE_INLINE void cco_impl_moe_meta_store(const ccoMoeDevArgs* a, uint32_t t, const int32_t* route, uint32_t m0,
+                                               uint32_t lane, uint32_t lanes, const uint32_t* w, int source) {
+  uint32_t meta = a->scaleCount + 2u * a->topk;
+  for (uint32_t d = 0; d < a->nRanks; d++) {
+    int32_t slot = route[d];
+    if (slot < 0) continue;
+    CCO_IMPL_UNROLL_ for (int i = 0; i < CCO_IMPL_MOE_META_WORDS; i++) {
+      uint32_t m = m0 + lane + (uint32_t)i * lanes;
+      if (m < meta) *(uint32_t*)(uintptr_t)cco_impl_moe_peer(a, (int)d, cco_impl_moe_meta_dst(a, (uint64_t)slot, m)) = w[i];
+    }
+    if (source && lane == 0) {
+      int32_t* src = (int32_t*)(uintptr_t)cco_impl_moe_peer(a, (int)d, a->offRecvSrc + (uint64_t)slot * 8u);
+      src[0] = (int32_t)a->me;
+      src[1] = (int32_t)t;
+    }
+  }
+}
+
+/* Token t into its slot at every rank its routing row names (the row, its
+ * scales, weights, expert ids and source), by the lanes of one warp. Each
+ * lane loads its share once and stores it to every destination; the first
+ * chunk of the row and the per-token words are loaded together, so a
+ * 7 KiB fp8 token to any number of ranks costs one wait for memory (it
+ * was one per piece and destination: the row twice, scales, weights and
+ * ids once each, for every rank). */
+CCO_DEVICE_INLINE void cco_impl_moe_send(const ccoMoeDevArgs* a, uint32_t t, uint32_t lane, uint32_t lanes) {
+  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting) + (uint64_t)t * a->nRanks;
+  const uint64_t tb = a->tokenBytes, stride = (uint64_t)lanes * 16u;
+  const uint64_t src = a->tokens + (uint64_t)t * tb;
+  uint32_t w[CCO_IMPL_MOE_META_WORDS];
+  cco_impl_moe_meta_load(a, t, 0, lane, lanes, w);
+  int metaDone = 0;
+  for (uint64_t o = (uint64_t)lane * 16u; o < tb; o += stride * CCO_IMPL_MOE_SEND_UNROLL) {
+    cco_impl_v16 v[CCO_IMPL_MOE_SEND_UNROLL];
+#if !CCO_ARCH_GPU
+    __builtin_memset(v, 0, sizeof(v)); /* see cco_impl_moe_copy */
+#endif
+    CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_MOE_SEND_UNROLL; u++) {
+      if (o + (uint64_t)u * stride < tb) v[u] = cco_impl_ld_v16(src + o + (uint64_t)u * stride);
+    }
+    if (!metaDone) {
+      cco_impl_moe_meta_store(a, t, route, 0, lane, lanes, w, 1);
+      metaDone = 1;
+    }
+    for (uint32_t d = 0; d < a->nRanks; d++) {
+      int32_t slot = route[d];
+      if (slot < 0) continue;
+      uint64_t dst = cco_impl_moe_peer(a, (int)d, a->offRecvX + (uint64_t)slot * tb);
+      CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_MOE_SEND_UNROLL; u++) {
+        if (o + (uint64_t)u * stride < tb) cco_impl_st_v16(dst + o + (uint64_t)u * stride, v[u], 16u);
+      }
+    }
+  }
+  if (!metaDone) cco_impl_moe_meta_store(a, t, route, 0, lane, lanes, w, 1); /* a lane past the row's end */
+  /* Long rows of scales (hidden over 128 x (3 x 32 - 2 x topk)): the rest. */
+  uint32_t meta = a->scaleCount + 2u * a->topk;
+  for (uint32_t m0 = lanes * CCO_IMPL_MOE_META_WORDS; m0 < meta; m0 += lanes * CCO_IMPL_MOE_META_WORDS) {
+    cco_impl_moe_meta_load(a, t, m0, lane, lanes, w);
+    cco_impl_moe_meta_store(a, t, route, m0, lane, lanes, w, 0);
   }
 }
 
@@ -234,8 +313,9 @@ CCO_DEVICE_INLINE void cco_impl_moe_send(const ccoMoeDevArgs* a, uint32_t t, uin
  *      its count (one remote atomic per part and rank, not per token, and
  *      all ranks' at once), and zeroes the count for the next dispatch;
  *   3. each thread turns its tokens' indices into slots (-2 past the last
- *      slot: no room; the receiver reports it), then each warp copies the
- *      tokens of the share to their slots, a token at a time.
+ *      slot: no room; the receiver reports it), then each warp sends the
+ *      tokens of the share, a token at a time, to all its ranks at once
+ *      (cco_impl_moe_send).
  * The last part to finish does the exchange.
  */
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc, const ccoMoeDevArgs* a,
@@ -268,12 +348,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc
     }
   }
   ccoCoopSync(ccoCoopBlock);
-  for (uint32_t t = t0 + warp; t < t1; t += warps) {
-    for (uint32_t d = 0; d < a->nRanks; d++) {
-      int32_t slot = route[(uint64_t)t * a->nRanks + d];
-      if (slot >= 0) cco_impl_moe_send(a, t, d, (uint32_t)slot, lane, lanes);
-    }
-  }
+  for (uint32_t t = t0 + warp; t < t1; t += warps) cco_impl_moe_send(a, t, lane, lanes);
   /* Arrive: the block's stores are ordered before the count (the barrier
    * orders the block, the fence makes it system wide). */
   ccoCoopSync(ccoCoopBlock);
