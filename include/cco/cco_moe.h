@@ -33,8 +33,9 @@
  *
  * Calls alternate, dispatch then combine, on one stream per op; no host
  * synchronisation and no allocation per call, so both can be captured in
- * CUDA graphs (numTokens is then fixed by the capture). One host for now
- * (LSA); a communicator over several hosts is refused with ccoUnsupported.
+ * CUDA graphs (numTokens is then fixed by the capture). Peers on this host
+ * by LSA; across hosts the ranks of other hosts by GDA, with slots computed
+ * from a count matrix and staging for the rows that cross (docs/moe.md).
  */
 #ifndef CCO_CCO_MOE_H_
 #define CCO_CCO_MOE_H_
@@ -84,8 +85,11 @@ ccoResult_t ccoMoeCreate(ccoComm* comm, const ccoMoeConfig* config, ccoMoeOp** o
 /* Collective; also after a failed call. NULL is a no-op. */
 ccoResult_t ccoMoeDestroy(ccoMoeOp* op);
 
-/* Bytes of the arena a config needs on nRanks ranks (what ccoMoeCreate
- * allocates per rank). */
+/* Bytes of the arena a config needs on nRanks ranks of one host (what
+ * ccoMoeCreate allocates per rank). A communicator spanning hosts adds
+ * staging for the rows that cross hosts: maxTokensPerRank x min(topk,
+ * nRanks - 1) rows of the dispatch type with their scales, weights and ids,
+ * as many bf16 combine rows, and the count matrix (docs/moe.md). */
 ccoResult_t ccoMoeArenaBytes(const ccoMoeConfig* config, int nRanks, size_t* bytes);
 
 typedef enum {

@@ -20,9 +20,28 @@
 #define CCO_MOE_MAX_TOPK 64
 #define CCO_MOE_MAX_PARTS 128
 
+/* The regions a communicator spanning hosts adds (0 bytes on one host):
+ * the count matrix, the dispatch staging, the combine staging and the
+ * staging rows of the routing (ccoMoeDevArgs). */
+typedef enum {
+  CCO_MOE_NET_COUNTS = 0,
+  CCO_MOE_NET_STAGE_X,
+  CCO_MOE_NET_STAGE_S,
+  CCO_MOE_NET_STAGE_W,
+  CCO_MOE_NET_STAGE_I,
+  CCO_MOE_NET_STAGE_SRC,
+  CCO_MOE_NET_COMB_STAGE,
+  CCO_MOE_NET_COMB_STAGE_W,
+  CCO_MOE_NET_ROUTE_STAGE,
+  CCO_MOE_NET_REGIONS
+} cco_moe_net_region;
+
 typedef struct {
   uint64_t offset[ccoMoeNumRegions];
   uint64_t bytes[ccoMoeNumRegions];
+  uint64_t netOffset[CCO_MOE_NET_REGIONS];
+  uint64_t netBytes[CCO_MOE_NET_REGIONS];
+  uint64_t stageSlots; /* rows of the staging regions (0 on one host) */
   uint64_t stateBytes; /* the state at offset 0 */
   uint64_t total;
   uint64_t tokenBytes, scaleCount, maxRecv;
@@ -31,7 +50,8 @@ typedef struct {
 /* ccoInvalidArgument and why, or ccoSuccess. */
 ccoResult_t cco_moe_check_config(const ccoMoeConfig* c, int nRanks, char* why, size_t whySize);
 uint32_t cco_moe_max_recv(const ccoMoeConfig* c, int nRanks);
-void cco_moe_layout(const ccoMoeConfig* c, int nRanks, cco_moe_layout_t* l);
+/* net: the communicator spans hosts (the staging regions are added). */
+void cco_moe_layout(const ccoMoeConfig* c, int nRanks, int net, cco_moe_layout_t* l);
 
 typedef enum { CCO_MOE_IDLE = 0, CCO_MOE_DISPATCHED = 1 } cco_moe_phase;
 
@@ -40,6 +60,7 @@ struct ccoMoeOp {
   ccoMoeConfig cfg;
   cco_moe_layout_t layout;
   int rank, nRanks;
+  int net; /* the communicator spans hosts: GDA to the ranks of the others */
   ccoWindow_t win;
   char* arena; /* this rank's copy */
   ccoDevComm dc;

@@ -56,7 +56,7 @@ uint32_t cco_moe_max_recv(const ccoMoeConfig* c, int nRanks) {
 
 /* Regions in enum order after the state, each 256-byte aligned (rows of
  * 16-byte pieces, and room for wider accesses later). */
-void cco_moe_layout(const ccoMoeConfig* c, int nRanks, cco_moe_layout_t* l) {
+void cco_moe_layout(const ccoMoeConfig* c, int nRanks, int net, cco_moe_layout_t* l) {
   memset(l, 0, sizeof(*l));
   uint64_t maxRecv = cco_moe_max_recv(c, nRanks), k = (uint64_t)c->topk, h = (uint64_t)c->hidden;
   uint64_t tokenBytes = h * (c->dispatchType == ccoMoeFp8E4M3 ? 1u : 2u);
@@ -73,15 +73,36 @@ void cco_moe_layout(const ccoMoeConfig* c, int nRanks, cco_moe_layout_t* l) {
   sizes[ccoMoeRouting] = (uint64_t)c->maxTokensPerRank * (uint64_t)nRanks * 4u;
   sizes[ccoMoeRoutingIndices] = (uint64_t)c->maxTokensPerRank * k * 4u;
   sizes[ccoMoeRoutingWeights] = (uint64_t)c->maxTokensPerRank * k * 4u;
-  /* The state, the signal arrays, then the dispatch parts' counters
+  /* The state, the three signal arrays, then the dispatch parts' counters
    * (ccoMoeDevState). */
-  l->stateBytes = sizeof(ccoMoeDevState) + 2u * (uint64_t)nRanks * 8u + (uint64_t)CCO_MOE_MAX_PARTS * 2u * (uint64_t)nRanks * 4u;
+  l->stateBytes = sizeof(ccoMoeDevState) + 3u * (uint64_t)nRanks * 8u +
+                  (uint64_t)CCO_MOE_MAX_PARTS * CCO_IMPL_MOE_PART_ARRAYS * (uint64_t)nRanks * 4u;
   uint64_t off = align_up(l->stateBytes, 256);
   for (int r = 0; r < ccoMoeNumRegions; r++) {
     l->offset[r] = off;
     l->bytes[r] = sizes[r];
     off = align_up(off + sizes[r], 256);
   }
+  /* Across hosts: a token goes to at most min(topk, nRanks - 1) ranks of
+   * other hosts, so that many staging rows per token always suffice. */
+  uint64_t n = (uint64_t)nRanks, others = n > 1 ? n - 1 : 0;
+  uint64_t stage = net ? (uint64_t)c->maxTokensPerRank * (k < others ? k : others) : 0;
+  uint64_t netSizes[CCO_MOE_NET_REGIONS];
+  netSizes[CCO_MOE_NET_COUNTS] = net ? 2u * n * n * 4u : 0;
+  netSizes[CCO_MOE_NET_STAGE_X] = stage * tokenBytes;
+  netSizes[CCO_MOE_NET_STAGE_S] = stage * scales * 4u;
+  netSizes[CCO_MOE_NET_STAGE_W] = stage * k * 4u;
+  netSizes[CCO_MOE_NET_STAGE_I] = stage * k * 4u;
+  netSizes[CCO_MOE_NET_STAGE_SRC] = stage * 8u;
+  netSizes[CCO_MOE_NET_COMB_STAGE] = stage * h * 2u;
+  netSizes[CCO_MOE_NET_COMB_STAGE_W] = stage * k * 4u;
+  netSizes[CCO_MOE_NET_ROUTE_STAGE] = net ? (uint64_t)c->maxTokensPerRank * n * 4u : 0;
+  for (int r = 0; r < CCO_MOE_NET_REGIONS; r++) {
+    l->netOffset[r] = off;
+    l->netBytes[r] = netSizes[r];
+    off = align_up(off + netSizes[r], 256);
+  }
+  l->stageSlots = stage;
   l->total = off;
   l->tokenBytes = tokenBytes;
   l->scaleCount = scales;
@@ -97,7 +118,7 @@ ccoResult_t ccoMoeArenaBytes(const ccoMoeConfig* config, int nRanks, size_t* byt
   ccoResult_t res = cco_moe_check_config(config, nRanks, why, sizeof(why));
   if (res != ccoSuccess) return cco_error(NULL, res, CCO_SUBSYS_OPS, "ccoMoeArenaBytes: %s", why);
   cco_moe_layout_t l;
-  cco_moe_layout(config, nRanks, &l);
+  cco_moe_layout(config, nRanks, 0, &l);
   *bytes = (size_t)l.total;
   return ccoSuccess;
 }

@@ -131,7 +131,10 @@ static ccoResult_t create(ccoMoeOp* op) {
   CCO_CHECK(zero_state(op));
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 0;
-  reqs.gdaSignalCount = 0;
+  /* Across hosts: endpoints to the ranks of the other hosts, and three
+   * signal slots per rank (its counts, its rows, its combine-ready). */
+  reqs.gdaConnectionType = ccoGdaConnectionCrossNode;
+  reqs.gdaSignalCount = op->net ? 3u * (uint32_t)comm->nRanks : 0;
   reqs.gdaCounterCount = 0;
   CCO_CHECK(ccoDevCommCreate(comm, &reqs, &op->dc));
   op->dcDev = &op->dc;
@@ -178,10 +181,6 @@ ccoResult_t ccoMoeCreate(ccoComm* comm, const ccoMoeConfig* config, ccoMoeOp** o
   char why[256];
   ccoResult_t res = cco_moe_check_config(config, comm->nRanks, why, sizeof(why));
   if (res != ccoSuccess) return cco_error(&comm->err, res, CCO_SUBSYS_OPS, "ccoMoeCreate: %s", why);
-  if (comm->topo.nNodes > 1)
-    return cco_error(&comm->err, ccoUnsupported, CCO_SUBSYS_OPS,
-                     "ccoMoeCreate: the communicator spans %d hosts; the MoE op runs on one host (LSA) so far",
-                     comm->topo.nNodes);
   CCO_CHECK(agree_config(comm, config));
   ccoMoeOp* op = calloc(1, sizeof(*op));
   if (!op) return cco_error(&comm->err, ccoSystemError, CCO_SUBSYS_OPS, "ccoMoeCreate: out of host memory");
@@ -189,7 +188,8 @@ ccoResult_t ccoMoeCreate(ccoComm* comm, const ccoMoeConfig* config, ccoMoeOp** o
   op->cfg = *config;
   op->rank = comm->rank;
   op->nRanks = comm->nRanks;
-  cco_moe_layout(config, comm->nRanks, &op->layout);
+  op->net = comm->topo.nNodes > 1;
+  cco_moe_layout(config, comm->nRanks, op->net, &op->layout);
   op->timeout = cco_env_double(CCO_ENV_ID_CCO_COLL_TIMEOUT);
   pthread_mutex_init(&op->lock, NULL);
   res = create(op);
@@ -200,9 +200,9 @@ ccoResult_t ccoMoeCreate(ccoComm* comm, const ccoMoeConfig* config, ccoMoeOp** o
   op->stats.parts = op->parts;
   op->stats.maxRecvTokens = (uint32_t)op->layout.maxRecv;
   op->stats.arenaBytes = (size_t)op->layout.total;
-  CCO_INFO(OPS, "rank %d: MoE op ready: hidden %d, top-%d, %d experts per rank, %u slots, %u parts, arena %llu bytes",
+  CCO_INFO(OPS, "rank %d: MoE op ready: hidden %d, top-%d, %d experts per rank, %u slots, %u parts, arena %llu bytes%s",
            op->rank, config->hidden, config->topk, config->expertsPerRank, (unsigned)op->layout.maxRecv, op->parts,
-           (unsigned long long)op->layout.total);
+           (unsigned long long)op->layout.total, op->net ? " (across hosts: GDA to the other hosts' ranks)" : "");
   *out = op;
   return ccoSuccess;
 }
@@ -211,6 +211,11 @@ ccoResult_t ccoMoeDestroy(ccoMoeOp* op) {
   if (!op) return ccoSuccess;
   ccoComm* comm = op->comm;
   CCO_VALIDATE_COMM(comm);
+  /* Across hosts the GDA endpoints close with the device communicator: no
+   * rank may close its own while a peer's last operations to it are still
+   * completing (a closed endpoint cancels them, and the peer's proxy fails
+   * its communicator). On a failed communicator the barrier fails at once. */
+  if (op->net) (void)ccoBarrierAll(comm);
   release(op);
   return ccoSuccess;
 }
@@ -262,6 +267,21 @@ static void base_args(const ccoMoeOp* op, ccoMoeDevArgs* a) {
   a->nRanks = (uint32_t)op->nRanks;
   a->maxRecv = (uint32_t)l->maxRecv;
   a->me = (uint32_t)op->rank;
+  a->net = (uint32_t)op->net;
+  a->selfLsa = (uint32_t)op->dc.lsaRank;
+  a->sigCounts = 0;
+  a->sigData = (uint32_t)op->nRanks;
+  a->sigComb = 2u * (uint32_t)op->nRanks;
+  a->stageSlots = (uint32_t)l->stageSlots;
+  a->offCounts = l->netOffset[CCO_MOE_NET_COUNTS];
+  a->offStageX = l->netOffset[CCO_MOE_NET_STAGE_X];
+  a->offStageS = l->netOffset[CCO_MOE_NET_STAGE_S];
+  a->offStageW = l->netOffset[CCO_MOE_NET_STAGE_W];
+  a->offStageI = l->netOffset[CCO_MOE_NET_STAGE_I];
+  a->offStageSrc = l->netOffset[CCO_MOE_NET_STAGE_SRC];
+  a->offCombStage = l->netOffset[CCO_MOE_NET_COMB_STAGE];
+  a->offCombStageW = l->netOffset[CCO_MOE_NET_COMB_STAGE_W];
+  a->offRouteStage = l->netOffset[CCO_MOE_NET_ROUTE_STAGE];
 }
 
 static ccoResult_t begin(ccoMoeOp* op, const char* api, cco_moe_phase want) {

@@ -45,12 +45,14 @@ def rank_env(extra: Optional[dict] = None) -> dict:
 
 
 def run_ranks(n: int, args: List[str], timeout: int = 120, extra_env: Optional[dict] = None,
-              prefix: bool = True) -> subprocess.CompletedProcess:
-    """`ccorun -n N python3 ARGS...`, output captured."""
+              prefix: bool = True, hosts: int = 1) -> subprocess.CompletedProcess:
+    """`ccorun -n N python3 ARGS...`, output captured; hosts > 1: the ranks
+    spread over that many virtual hosts (GDA between them)."""
     ccorun = bin_dir() / "ccorun"
     if not ccorun.exists():
         pytest.skip(f"no ccorun at {ccorun} (build the library first)")
     cmd = [str(ccorun), "-t", str(timeout), "-n", str(n)] + (["-p"] if prefix else [])
+    cmd += ["--virtual-hosts", str(hosts)] if hosts > 1 else []
     cmd += [sys.executable] + args
     return subprocess.run(cmd, env=rank_env(extra_env), capture_output=True, text=True,
                           timeout=timeout + 30)

@@ -80,9 +80,10 @@ def test_one_rank_pipeline_and_release_with_the_communicator(comm):
     # Left alive: the communicator's destroy (the fixture) releases it.
 
 
-@pytest.mark.parametrize("n", [1, 2, 4])
-def test_pipeline_against_numpy(n):
-    proc = run_ranks(n, [str(TESTS_DIR / "moe_body.py")], timeout=300, prefix=False)
+@pytest.mark.parametrize("n,hosts", [(1, 1), (2, 1), (4, 1), (4, 2)])
+def test_pipeline_against_numpy(n, hosts):
+    """hosts 2: two virtual hosts of two ranks (GDA between them, LSA inside)."""
+    proc = run_ranks(n, [str(TESTS_DIR / "moe_body.py")], timeout=300, prefix=False, hosts=hosts)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0 and not re.search(r"^FAIL ", text, flags=re.M), describe(proc)
     assert re.search(rf"^moe_body: [1-9][0-9]* ok, 0 failed, {n} ranks$", text, flags=re.M), describe(proc)

@@ -349,28 +349,28 @@ int main(int argc, char** argv) {
   ccoCommSize(g_comm, &g_size);
   int nodes = 1;
   ccoCommNodeCount(g_comm, &nodes);
-  if (nodes > 1) {
-    ccoMoeConfig c = config(64, 8, 2, 2, ccoMoeBfloat16, ccoMoeThroughput);
-    ccoMoeOp* op = NULL;
-    MP_CHECK(ccoMoeCreate(g_comm, &c, &op) == ccoUnsupported && strstr(ccoGetLastError(g_comm), "hosts"),
-             "several hosts refused: %s", ccoGetLastError(g_comm));
-  } else {
-    moe_case cases[] = {
-        {"random bf16", config(128, 24, 3, 4, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_RANDOM, 4, -1, 0, 0, 0},
-        {"random fp8 low latency", config(256, 16, 2, 3, ccoMoeFp8E4M3, ccoMoeLowLatency), ROUTE_RANDOM, 3, -1, 0, 0, 0},
-        {"several experts on one rank", config(64, 20, 4, 4, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_SAME_RANK, 3, -1, 0, 0, 0},
-        {"a rank with no tokens", config(64, 12, 2, 2, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_RANDOM, 2, 1 % 2, 0, 0, 0},
-        {"every token to rank 0, full", config(32, 16, 2, 2, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_ONE_RANK, 2, -1, 1, 0, 0},
-        {"dropped choices", config(48, 10, 2, 4, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_DROPS, 2, -1, 0, 0, 0},
-        {"copy fallback and combine weights", config(64, 10, 2, 2, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_RANDOM, 2, -1, 0, 1, 1},
-        {"a bad expert id", config(32, 8, 2, 2, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_BAD_ID, 2, -1, 1, 0, 0},
-    };
-    moe_case overflow = {"overflow", config(32, 16, 1, 1, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_ONE_RANK, 2, -1, 1, 0, 0};
-    overflow.cfg.maxRecvTokens = 5;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) one_case(&cases[i]);
-    one_case(&overflow);
-    test_misuse();
-  }
+  /* The same cases on one host (LSA) and across hosts (the count matrix,
+   * the staging and GDA to the other hosts' ranks, LSA inside each). */
+  moe_case cases[] = {
+      {"random bf16", config(128, 24, 3, 4, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_RANDOM, 4, -1, 0, 0, 0},
+      {"random fp8 low latency", config(256, 16, 2, 3, ccoMoeFp8E4M3, ccoMoeLowLatency), ROUTE_RANDOM, 3, -1, 0, 0, 0},
+      {"several experts on one rank", config(64, 20, 4, 4, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_SAME_RANK, 3, -1, 0, 0, 0},
+      {"a rank with no tokens", config(64, 12, 2, 2, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_RANDOM, 2, 1 % 2, 0, 0, 0},
+      {"every token to rank 0, full", config(32, 16, 2, 2, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_ONE_RANK, 2, -1, 1, 0, 0},
+      {"dropped choices", config(48, 10, 2, 4, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_DROPS, 2, -1, 0, 0, 0},
+      {"copy fallback and combine weights", config(64, 10, 2, 2, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_RANDOM, 2, -1, 0, 1, 1},
+      {"a bad expert id", config(32, 8, 2, 2, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_BAD_ID, 2, -1, 1, 0, 0},
+  };
+  /* Three parts: slots follow the parts' order (the count matrix's prefix over parts). */
+  moe_case threeParts = {"three parts", config(64, 30, 2, 3, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_RANDOM, 3, -1, 0, 0, 0};
+  threeParts.cfg.parts = 3;
+  one_case(&threeParts);
+  moe_case overflow = {"overflow", config(32, 16, 1, 1, ccoMoeBfloat16, ccoMoeThroughput), ROUTE_ONE_RANK, 2, -1, 1, 0, 0};
+  overflow.cfg.maxRecvTokens = 5;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) one_case(&cases[i]);
+  one_case(&overflow);
+  test_misuse();
+  if (g_rank == 0) printf("mp_moe: %d host%s\n", nodes, nodes > 1 ? "s" : "");
   OK(ccoCommDestroy(g_comm));
   return mp_finish("mp_moe");
 }

@@ -35,6 +35,10 @@
  *   peer's dispDone of that dispatch, which each peer stores after its own
  *   combine finished reading; dispatch outputs likewise.
  *
+ * Across hosts (ccoMoeDevArgs.net) the slots come from a count matrix
+ * instead of atomics, and the rows for other hosts go through staging and
+ * GDA: cco/device/impl/moe_net_impl.h, included below.
+ *
  * Co-residency: the parts of a combine wait for each other (through the
  * last part's signal), so all parts of a launch must run at once, as for
  * the collectives.
@@ -46,6 +50,7 @@
 
 #include "cco/cco_coll.h"
 #include "cco/cco_device.h"
+#include "cco/cco_gda.h"
 
 /* Failures the parts report (ccoMoeDevStatus.what). */
 #define CCO_IMPL_MOE_BAD_EXPERT 1u /* an expert id out of range (a = token, b = id) */
@@ -68,10 +73,15 @@ typedef struct {
   uint64_t dispArrive;     /* parts of this rank that finished sending */
   uint64_t combArrive;     /* parts of this rank that finished copying */
   uint64_t dispEpoch;      /* the last dispatch that completed here */
-  uint64_t pad[3];
-  /* followed by uint64_t dispDone[nRanks], combReady[nRanks], then per
-   * part of a dispatch uint32_t count[nRanks], base[nRanks] (its tokens per
-   * destination and the slots it took there: see the dispatch) */
+  uint64_t countArrive;    /* across hosts: parts of this rank that counted their tokens */
+  uint64_t matrixEpoch;    /* across hosts: the last dispatch whose count matrix is here */
+  uint64_t fetchEpoch;     /* across hosts: the last combine whose remote rows are here */
+  uint64_t failedEpoch;    /* across hosts: the last call whose last part failed (the others stop too) */
+  /* followed by uint64_t dispDone[nRanks], combReady[nRanks],
+   * countsDone[nRanks], then per part of a dispatch uint32_t
+   * count[nRanks], base[nRanks], stage[nRanks] (its tokens per
+   * destination, the slots it took there, and across hosts where they
+   * sit in the staging: see the dispatch) */
 } ccoMoeDevState;
 
 /* One call's arguments, by value into the kernels. Offsets are bytes in
@@ -88,8 +98,18 @@ typedef struct {
   uint64_t timeoutNs;                          /* per wait, 0: none */
   uint32_t numTokens, hidden, tokenBytes, scaleCount;
   uint32_t topk, expertsPerRank, nRanks, maxRecv;
-  uint32_t me;             /* this rank (world); LSA ranks are world ranks on one host */
+  uint32_t me;             /* this rank (world) */
   uint32_t useCombWeights; /* combine: gathered weights from the combine-weights region, else the dispatched */
+  /* Across hosts (net != 0): peers on this host by LSA, the others by GDA
+   * from the staging regions (docs/moe.md). On one host LSA ranks are world
+   * ranks and selfLsa is me. */
+  uint32_t net, selfLsa;
+  uint32_t sigCounts, sigData, sigComb; /* GDA signal slots: + source rank */
+  uint32_t stageSlots;                  /* rows of the staging regions */
+  uint64_t offCounts;                   /* uint32_t [2][nRanks][nRanks]: tokens from s to d, by dispatch parity */
+  uint64_t offStageX, offStageS, offStageW, offStageI, offStageSrc; /* dispatch staging, by destination */
+  uint64_t offCombStage, offCombStageW; /* combine: rows and weights fetched from other hosts */
+  uint64_t offRouteStage;               /* int32_t [maxTokensPerRank][nRanks]: staging row of (t, d), -1 none */
 } ccoMoeDevArgs;
 
 CCO_DEVICE_INLINE void cco_impl_moe_report(const ccoMoeDevArgs* a, ccoDevStatus_t st, uint32_t what, uint32_t x,
@@ -116,11 +136,25 @@ CCO_DEVICE_INLINE uint64_t* cco_impl_moe_disp_done(const ccoMoeDevArgs* a, int l
 CCO_DEVICE_INLINE uint64_t* cco_impl_moe_comb_ready(const ccoMoeDevArgs* a, int lsa) {
   return cco_impl_moe_disp_done(a, lsa) + a->nRanks;
 }
+CCO_DEVICE_INLINE uint64_t* cco_impl_moe_counts_done(const ccoMoeDevArgs* a, int lsa) {
+  return cco_impl_moe_comb_ready(a, lsa) + a->nRanks;
+}
+/* Part `part`'s counters: count[nRanks], base[nRanks], stage[nRanks]. */
+#define CCO_IMPL_MOE_PART_ARRAYS 3u
 CCO_DEVICE_INLINE uint32_t* cco_impl_moe_part_counts(const ccoMoeDevArgs* a, uint32_t part) {
-  return (uint32_t*)(cco_impl_moe_comb_ready(a, (int)a->me) + a->nRanks) + (uint64_t)part * 2u * a->nRanks;
+  return (uint32_t*)(cco_impl_moe_counts_done(a, (int)a->selfLsa) + a->nRanks) +
+         (uint64_t)part * CCO_IMPL_MOE_PART_ARRAYS * a->nRanks;
 }
 CCO_DEVICE_INLINE uint64_t cco_impl_moe_peer(const ccoMoeDevArgs* a, int lsa, uint64_t off) {
   return (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, lsa, off);
+}
+/* This rank's own copy of arena offset `off`. */
+CCO_DEVICE_INLINE uint64_t cco_impl_moe_own(const ccoMoeDevArgs* a, uint64_t off) {
+  return (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, off);
+}
+/* The LSA rank of world rank d, -1 when it is on another host. */
+CCO_DEVICE_INLINE int cco_impl_moe_lsa(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t d) {
+  return a->net ? ccoDevTeamRankFromWorld(dc, ccoTeamLsa, (int)d) : (int)d;
 }
 
 /* Loads in flight per lane of a row copy. */
@@ -155,22 +189,50 @@ CCO_DEVICE_INLINE void cco_impl_moe_copy_words(uint64_t dst, uint64_t src, uint3
     ((uint32_t*)(uintptr_t)dst)[i] = ((const uint32_t*)(uintptr_t)src)[i];
 }
 
-/* Every peer's signal slot `mine` of array `which` (0: dispDone, 1:
- * combReady) gets `epoch`; then this rank's slots of every peer reach it. */
-CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_exchange(const ccoDevComm* dc, const ccoMoeDevArgs* a, int which,
-                                                       uint64_t epoch, int signal) {
-  if (signal) {
-    for (uint32_t d = 0; d < a->nRanks; d++) {
-      uint64_t* arr = which ? cco_impl_moe_comb_ready(a, (int)d) : cco_impl_moe_disp_done(a, (int)d);
-      ccoLsaSignalStore(dc, &arr[a->me], epoch);
-    }
-  }
-  const uint64_t* mine = which ? cco_impl_moe_comb_ready(a, (int)a->me) : cco_impl_moe_disp_done(a, (int)a->me);
+/* Signal array `which` (0: dispDone, 1: combReady, 2: countsDone) of the
+ * state of LSA rank `lsa`, and its GDA signal slots (+ source rank). */
+CCO_DEVICE_INLINE uint64_t* cco_impl_moe_signals(const ccoMoeDevArgs* a, int lsa, int which) {
+  return cco_impl_moe_disp_done(a, lsa) + (uint64_t)which * a->nRanks;
+}
+CCO_DEVICE_INLINE uint32_t cco_impl_moe_gda_sig(const ccoMoeDevArgs* a, int which) {
+  return which == 0 ? a->sigData : which == 1 ? a->sigComb : a->sigCounts;
+}
+
+/* Waits until every rank's signal of array `which` reached `epoch`: a word
+ * of this rank's state for a rank of this host, a GDA signal slot (one
+ * increment a call, so its count is the epoch) for one on another. */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_wait_all(const ccoDevComm* dc, const ccoMoeDevArgs* a, int which,
+                                                       uint64_t epoch) {
+  const uint64_t* mine = cco_impl_moe_signals(a, (int)a->selfLsa, which);
+  ccoGda g = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
   for (uint32_t s = 0; s < a->nRanks; s++) {
-    ccoDevStatus_t st = ccoSignalWaitUntil(dc, &mine[s], epoch, a->timeoutNs);
+    ccoDevStatus_t st = cco_impl_moe_lsa(dc, a, s) >= 0
+                            ? ccoSignalWaitUntil(dc, &mine[s], epoch, a->timeoutNs)
+                            : ccoGdaWaitSignal(&g, cco_impl_moe_gda_sig(a, which) + s, epoch, a->timeoutNs, ccoCoopThread);
     if (st != ccoDevSuccess) return st;
   }
   return ccoDevSuccess;
+}
+
+/* Every rank's signal slot of this rank in array `which` gets `epoch`
+ * (when `signal`); then this rank's slots of every rank reach it. A rank
+ * on another host gets a GDA signal, applied there after everything this
+ * rank posted before it on the context (the staged puts). */
+CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_exchange(const ccoDevComm* dc, const ccoMoeDevArgs* a, int which,
+                                                       uint64_t epoch, int signal) {
+  if (signal) {
+    ccoGda g = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
+    for (uint32_t d = 0; d < a->nRanks; d++) {
+      int lsa = cco_impl_moe_lsa(dc, a, d);
+      if (lsa >= 0) {
+        ccoLsaSignalStore(dc, &cco_impl_moe_signals(a, lsa, which)[a->me], epoch);
+        continue;
+      }
+      ccoDevStatus_t st = ccoGdaSignal(&g, (int)d, ccoGdaSigInc(cco_impl_moe_gda_sig(a, which) + a->me), ccoCoopThread);
+      if (st != ccoDevSuccess) return st;
+    }
+  }
+  return cco_impl_moe_wait_all(dc, a, which, epoch);
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -181,10 +243,10 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_exchange(const ccoDevComm* dc, con
  * part's tokens for that rank, counted in `count`; -1 in the routing row
  * for the other ranks. */
 CCO_DEVICE_INLINE void cco_impl_moe_route(const ccoMoeDevArgs* a, uint32_t t, uint32_t* count) {
-  int32_t* route = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting) + (uint64_t)t * a->nRanks;
-  int32_t* ids = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + (uint64_t)t * a->topk;
+  int32_t* route = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRouting) + (uint64_t)t * a->nRanks;
+  int32_t* ids = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRoutingIdx) + (uint64_t)t * a->topk;
   const int32_t* idx = (const int32_t*)(uintptr_t)a->indices + (uint64_t)t * a->topk;
-  float* wts = (float*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingW) + (uint64_t)t * a->topk;
+  float* wts = (float*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRoutingW) + (uint64_t)t * a->topk;
   const float* w = (const float*)(uintptr_t)a->weights + (uint64_t)t * a->topk;
   for (uint32_t j = 0; j < a->topk; j++) wts[j] = w[j];
   for (uint32_t d = 0; d < a->nRanks; d++) route[d] = -1;
@@ -219,15 +281,42 @@ CCO_DEVICE_INLINE uint64_t cco_impl_moe_meta_src(const ccoMoeDevArgs* a, uint32_
   m -= (uint32_t)sc;
   if (m < k) return a->weights + (t * k + m) * 4u;
   m -= (uint32_t)k;
-  return (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + (t * k + m) * 4u;
+  return (uint64_t)(uintptr_t)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRoutingIdx) + (t * k + m) * 4u;
 }
-CCO_DEVICE_INLINE uint64_t cco_impl_moe_meta_dst(const ccoMoeDevArgs* a, uint64_t slot, uint32_t m) {
-  uint64_t sc = a->scaleCount, k = a->topk;
-  if (m < sc) return a->offRecvS + (slot * sc + m) * 4u;
+/* Where token t's copy for rank d goes: a slot of the dispatch output of
+ * LSA rank `lsa`, or (d on another host) a row of this rank's staging,
+ * which the last part puts to d in one piece per region. */
+typedef struct {
+  int lsa;
+  uint64_t row, offX, offS, offW, offI, offSrc;
+} cco_impl_moe_dest;
+
+/* `net` is a->net, a constant at every call (as for the gather). */
+CCO_DEVICE_INLINE int cco_impl_moe_dest_of(const ccoDevComm* dc, const ccoMoeDevArgs* a, const int32_t* route,
+                                           uint32_t t, uint32_t d, cco_impl_moe_dest* o, const int net) {
+  int32_t slot = route[d];
+  if (slot < 0) return 0;
+  int lsa = net ? ccoDevTeamRankFromWorld(dc, ccoTeamLsa, (int)d) : (int)d;
+  if (lsa >= 0) {
+    o->lsa = lsa, o->row = (uint64_t)slot;
+    o->offX = a->offRecvX, o->offS = a->offRecvS, o->offW = a->offRecvW, o->offI = a->offRecvI;
+    o->offSrc = a->offRecvSrc;
+    return 1;
+  }
+  const int32_t* stage = (const int32_t*)(uintptr_t)cco_impl_moe_own(a, a->offRouteStage);
+  o->lsa = (int)a->selfLsa, o->row = (uint64_t)stage[(uint64_t)t * a->nRanks + d];
+  o->offX = a->offStageX, o->offS = a->offStageS, o->offW = a->offStageW, o->offI = a->offStageI;
+  o->offSrc = a->offStageSrc;
+  return 1;
+}
+
+CCO_DEVICE_INLINE uint64_t cco_impl_moe_meta_dst(const ccoMoeDevArgs* a, const cco_impl_moe_dest* o, uint32_t m) {
+  uint64_t sc = a->scaleCount, k = a->topk, row = o->row;
+  if (m < sc) return o->offS + (row * sc + m) * 4u;
   m -= (uint32_t)sc;
-  if (m < k) return a->offRecvW + (slot * k + m) * 4u;
+  if (m < k) return o->offW + (row * k + m) * 4u;
   m -= (uint32_t)k;
-  return a->offRecvI + (slot * k + m) * 4u;
+  return o->offI + (row * k + m) * 4u;
 }
 
 /* Per-token words [m0, m0 + lanes * META_WORDS) of token t, to every rank
@@ -241,18 +330,19 @@ CCO_DEVICE_INLINE void cco_impl_moe_meta_load(const ccoMoeDevArgs* a, uint32_t t
     w[i] = m < meta ? *(const uint32_t*)(uintptr_t)cco_impl_moe_meta_src(a, t, m) : 0u;
   }
 }
-CCO_DEVICE_INLINE void cco_impl_moe_meta_store(const ccoMoeDevArgs* a, uint32_t t, const int32_t* route, uint32_t m0,
-                                               uint32_t lane, uint32_t lanes, const uint32_t* w, int source) {
+CCO_DEVICE_INLINE void cco_impl_moe_meta_store(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t t,
+                                               const int32_t* route, uint32_t m0, uint32_t lane, uint32_t lanes,
+                                               const uint32_t* w, int source, const int net) {
   uint32_t meta = a->scaleCount + 2u * a->topk;
   for (uint32_t d = 0; d < a->nRanks; d++) {
-    int32_t slot = route[d];
-    if (slot < 0) continue;
+    cco_impl_moe_dest o;
+    if (!cco_impl_moe_dest_of(dc, a, route, t, d, &o, net)) continue;
     CCO_IMPL_UNROLL_ for (int i = 0; i < CCO_IMPL_MOE_META_WORDS; i++) {
       uint32_t m = m0 + lane + (uint32_t)i * lanes;
-      if (m < meta) *(uint32_t*)(uintptr_t)cco_impl_moe_peer(a, (int)d, cco_impl_moe_meta_dst(a, (uint64_t)slot, m)) = w[i];
+      if (m < meta) *(uint32_t*)(uintptr_t)cco_impl_moe_peer(a, o.lsa, cco_impl_moe_meta_dst(a, &o, m)) = w[i];
     }
     if (source && lane == 0) {
-      int32_t* src = (int32_t*)(uintptr_t)cco_impl_moe_peer(a, (int)d, a->offRecvSrc + (uint64_t)slot * 8u);
+      int32_t* src = (int32_t*)(uintptr_t)cco_impl_moe_peer(a, o.lsa, o.offSrc + o.row * 8u);
       src[0] = (int32_t)a->me;
       src[1] = (int32_t)t;
     }
@@ -266,8 +356,9 @@ CCO_DEVICE_INLINE void cco_impl_moe_meta_store(const ccoMoeDevArgs* a, uint32_t 
  * 7 KiB fp8 token to any number of ranks costs one wait for memory (it
  * was one per piece and destination: the row twice, scales, weights and
  * ids once each, for every rank). */
-CCO_DEVICE_INLINE void cco_impl_moe_send(const ccoMoeDevArgs* a, uint32_t t, uint32_t lane, uint32_t lanes) {
-  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting) + (uint64_t)t * a->nRanks;
+CCO_DEVICE_INLINE void cco_impl_moe_send(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t t, uint32_t lane,
+                                         uint32_t lanes, const int net) {
+  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRouting) + (uint64_t)t * a->nRanks;
   const uint64_t tb = a->tokenBytes, stride = (uint64_t)lanes * 16u;
   const uint64_t src = a->tokens + (uint64_t)t * tb;
   uint32_t w[CCO_IMPL_MOE_META_WORDS];
@@ -282,26 +373,28 @@ CCO_DEVICE_INLINE void cco_impl_moe_send(const ccoMoeDevArgs* a, uint32_t t, uin
       if (o + (uint64_t)u * stride < tb) v[u] = cco_impl_ld_v16(src + o + (uint64_t)u * stride);
     }
     if (!metaDone) {
-      cco_impl_moe_meta_store(a, t, route, 0, lane, lanes, w, 1);
+      cco_impl_moe_meta_store(dc, a, t, route, 0, lane, lanes, w, 1, net);
       metaDone = 1;
     }
     for (uint32_t d = 0; d < a->nRanks; d++) {
-      int32_t slot = route[d];
-      if (slot < 0) continue;
-      uint64_t dst = cco_impl_moe_peer(a, (int)d, a->offRecvX + (uint64_t)slot * tb);
+      cco_impl_moe_dest q;
+      if (!cco_impl_moe_dest_of(dc, a, route, t, d, &q, net)) continue;
+      uint64_t dst = cco_impl_moe_peer(a, q.lsa, q.offX + q.row * tb);
       CCO_IMPL_UNROLL_ for (int u = 0; u < CCO_IMPL_MOE_SEND_UNROLL; u++) {
         if (o + (uint64_t)u * stride < tb) cco_impl_st_v16(dst + o + (uint64_t)u * stride, v[u], 16u);
       }
     }
   }
-  if (!metaDone) cco_impl_moe_meta_store(a, t, route, 0, lane, lanes, w, 1); /* a lane past the row's end */
+  if (!metaDone) cco_impl_moe_meta_store(dc, a, t, route, 0, lane, lanes, w, 1, net); /* a lane past the row's end */
   /* Long rows of scales (hidden over 128 x (3 x 32 - 2 x topk)): the rest. */
   uint32_t meta = a->scaleCount + 2u * a->topk;
   for (uint32_t m0 = lanes * CCO_IMPL_MOE_META_WORDS; m0 < meta; m0 += lanes * CCO_IMPL_MOE_META_WORDS) {
     cco_impl_moe_meta_load(a, t, m0, lane, lanes, w);
-    cco_impl_moe_meta_store(a, t, route, m0, lane, lanes, w, 0);
+    cco_impl_moe_meta_store(dc, a, t, route, m0, lane, lanes, w, 0, net);
   }
 }
+
+#include "cco/device/impl/moe_net_impl.h"
 
 /*
  * Part `part` of nParts of a dispatch takes a contiguous share of the
@@ -323,16 +416,17 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc
   uint32_t lanes = ccoCoopSize(ccoCoopWarp), lane = ccoCoopRank(ccoCoopWarp);
   uint32_t tid = ccoCoopRank(ccoCoopBlock), nthr = ccoCoopSize(ccoCoopBlock);
   uint32_t warps = nthr / lanes, warp = tid / lanes;
-  ccoMoeDevState* me = cco_impl_moe_state(a, (int)a->me);
+  ccoMoeDevState* me = cco_impl_moe_state(a, (int)a->selfLsa);
   uint64_t epoch = cco_impl_ld_acquire_u64(&me->dispEpoch) + 1u;
   uint64_t parity = epoch & 1u;
   const uint32_t t0 = (uint32_t)((uint64_t)a->numTokens * part / nParts);
   const uint32_t t1 = (uint32_t)((uint64_t)a->numTokens * (part + 1u) / nParts);
   uint32_t* perRank = cco_impl_moe_part_counts(a, part);
   uint32_t* base = perRank + a->nRanks;
-  int32_t* route = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting);
+  int32_t* route = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRouting);
   for (uint32_t t = t0 + tid; t < t1; t += nthr) cco_impl_moe_route(a, t, perRank);
   ccoCoopSync(ccoCoopBlock);
+  if (a->net) return cco_impl_moe_dispatch_net(dc, a, part, nParts, epoch, t0, t1);
   for (uint32_t d = tid; d < a->nRanks; d += nthr) {
     uint32_t n = perRank[d];
     base[d] = n ? (uint32_t)ccoLsaSignalAdd(dc, &cco_impl_moe_state(a, (int)d)->slotCounter[parity], n) : 0u;
@@ -348,7 +442,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc
     }
   }
   ccoCoopSync(ccoCoopBlock);
-  for (uint32_t t = t0 + warp; t < t1; t += warps) cco_impl_moe_send(a, t, lane, lanes);
+  for (uint32_t t = t0 + warp; t < t1; t += warps) cco_impl_moe_send(dc, a, t, lane, lanes, 0);
   /* Arrive: the block's stores are ordered before the count (the barrier
    * orders the block, the fence makes it system wide). */
   ccoCoopSync(ccoCoopBlock);
@@ -362,7 +456,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc
       st = cco_impl_moe_exchange(dc, a, 0, epoch, 1);
       if (st == ccoDevSuccess) {
         uint64_t got = cco_impl_ld_acquire_u64(&me->slotCounter[parity]);
-        int32_t* count = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRecvCount);
+        int32_t* count = (int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRecvCount);
         *count = (int32_t)(got < a->maxRecv ? got : a->maxRecv);
         if (got > a->maxRecv)
           cco_impl_moe_report(a, ccoDevInvalid, CCO_IMPL_MOE_OVERFLOW, (uint32_t)(got > 0xffffffffu ? 0xffffffffu : got),
@@ -382,8 +476,11 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc
 /* Token t's row: the sum, in rank order and fp32, of the rows the ranks it
  * went to hold for it, rounded once to bf16; and its weights, each from the
  * rank that owns that choice's expert. */
-CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoMoeDevArgs* a, uint32_t t, uint32_t lane, uint32_t lanes) {
-  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRouting) + (uint64_t)t * a->nRanks;
+/* `net`: a->net, as a constant at each call (the one-host instance keeps
+ * none of the other hosts' branches in its loop). */
+CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t t, uint32_t lane,
+                                           uint32_t lanes, const int net) {
+  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRouting) + (uint64_t)t * a->nRanks;
   uint64_t rowBytes = (uint64_t)a->hidden * 2u;
   uint64_t dst = a->out + (uint64_t)t * rowBytes;
   const uint32_t zero[4] = {0, 0, 0, 0};
@@ -397,7 +494,9 @@ CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoMoeDevArgs* a, uint32_t t, u
       int32_t slot[4];
       CCO_IMPL_UNROLL_ for (int i = 0; i < 4; i++) {
         slot[i] = d0 + (uint32_t)i < a->nRanks ? route[d0 + (uint32_t)i] : -1;
-        uint64_t row = slot[i] >= 0 ? cco_impl_moe_peer(a, (int)(d0 + (uint32_t)i), a->offCombIn + (uint64_t)slot[i] * rowBytes) : 0;
+        uint64_t row = slot[i] < 0 ? 0
+                       : net ? cco_impl_moe_comb_at(dc, a, t, d0 + (uint32_t)i, slot[i], 0)
+                             : cco_impl_moe_peer(a, (int)(d0 + (uint32_t)i), a->offCombIn + (uint64_t)slot[i] * rowBytes);
         CCO_IMPL_UNROLL_ for (int h = 0; h < 2; h++) {
           uint64_t at = o + (uint64_t)h * stride;
           v[i][h] = slot[i] >= 0 && at < rowBytes ? cco_impl_ld_v16(row + at) : cco_impl_v16_make(zero);
@@ -429,8 +528,8 @@ CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoMoeDevArgs* a, uint32_t t, u
    * already be overwriting while this combine runs. Weights passed to
    * combine sit in the owner's combine-weights region, which changes only
    * after the next dispatch completed everywhere. */
-  const int32_t* ids = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingIdx) + (uint64_t)t * a->topk;
-  const float* mine = (const float*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRoutingW) + (uint64_t)t * a->topk;
+  const int32_t* ids = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRoutingIdx) + (uint64_t)t * a->topk;
+  const float* mine = (const float*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRoutingW) + (uint64_t)t * a->topk;
   float* ow = (float*)(uintptr_t)a->outWeights + (uint64_t)t * a->topk;
   for (uint32_t j = lane; j < a->topk; j += lanes) {
     int32_t e = ids[j];
@@ -440,8 +539,7 @@ CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoMoeDevArgs* a, uint32_t t, u
     else if (!a->useCombWeights)
       ow[j] = mine[j];
     else
-      ow[j] = ((const float*)(uintptr_t)cco_impl_moe_peer(a, (int)((uint32_t)e / a->expertsPerRank),
-                                                          a->offCombW + (uint64_t)slot * a->topk * 4u))[j];
+      ow[j] = ((const float*)(uintptr_t)cco_impl_moe_comb_at(dc, a, t, (uint32_t)e / a->expertsPerRank, slot, 1))[j];
   }
 }
 
@@ -449,17 +547,17 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_combine_part(const ccoDevComm* dc,
                                                            uint32_t part, uint32_t nParts) {
   uint32_t lanes = ccoCoopSize(ccoCoopWarp), lane = ccoCoopRank(ccoCoopWarp);
   uint32_t warps = ccoCoopSize(ccoCoopBlock) / lanes, warp = ccoCoopRank(ccoCoopBlock) / lanes;
-  ccoMoeDevState* me = cco_impl_moe_state(a, (int)a->me);
+  ccoMoeDevState* me = cco_impl_moe_state(a, (int)a->selfLsa);
   /* The fallback: the caller's rows (and weights) into the arena. */
   if (a->expertOut || a->combWeights) {
-    uint32_t rows = (uint32_t)*(const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->me, a->offRecvCount);
+    uint32_t rows = (uint32_t)*(const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRecvCount);
     uint64_t rowBytes = (uint64_t)a->hidden * 2u, k = a->topk;
     for (uint32_t r = part * warps + warp; r < rows; r += nParts * warps) {
       if (a->expertOut)
-        cco_impl_moe_copy(cco_impl_moe_peer(a, (int)a->me, a->offCombIn + r * rowBytes), a->expertOut + r * rowBytes,
+        cco_impl_moe_copy(cco_impl_moe_peer(a, (int)a->selfLsa, a->offCombIn + r * rowBytes), a->expertOut + r * rowBytes,
                           rowBytes, lane, lanes);
       if (a->combWeights)
-        cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)a->me, a->offCombW + r * k * 4u), a->combWeights + r * k * 4u,
+        cco_impl_moe_copy_words(cco_impl_moe_peer(a, (int)a->selfLsa, a->offCombW + r * k * 4u), a->combWeights + r * k * 4u,
                                 (uint32_t)k, lane, lanes);
     }
   }
@@ -469,12 +567,28 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_combine_part(const ccoDevComm* dc,
     cco_impl_fence_acq_rel_sys();
     uint64_t old = cco_impl_atomic_add_release_u64(&me->combArrive, 1u);
     uint64_t epoch = old / nParts + 1u;
-    if (old % nParts == nParts - 1u) cco_impl_fence_acq_rel_sys();
-    st = cco_impl_moe_exchange(dc, a, 1, epoch, old % nParts == nParts - 1u);
-    if (st != ccoDevSuccess) cco_impl_moe_report(a, st, CCO_IMPL_MOE_WAIT, 1, 0);
+    int last = old % nParts == nParts - 1u;
+    if (last) cco_impl_fence_acq_rel_sys();
+    if (!a->net) {
+      st = cco_impl_moe_exchange(dc, a, 1, epoch, last);
+      if (st != ccoDevSuccess) cco_impl_moe_report(a, st, CCO_IMPL_MOE_WAIT, 1, 0);
+    } else if (last) {
+      /* Across hosts the last part also fetches the rows (and weights)
+       * that owners on other hosts hold for this rank's tokens, into the
+       * staging rows of the dispatch; the other parts wait for it. */
+      st = cco_impl_moe_exchange(dc, a, 1, epoch, 1);
+      if (st == ccoDevSuccess) st = cco_impl_moe_fetch(dc, a, epoch);
+      if (st != ccoDevSuccess) cco_impl_moe_report(a, st, CCO_IMPL_MOE_WAIT, 1, 0);
+      cco_impl_moe_publish(me, &me->fetchEpoch, epoch, st);
+    } else {
+      st = cco_impl_moe_await(dc, a, me, &me->fetchEpoch, epoch);
+    }
   }
   if (cco_impl_block_any(st != ccoDevSuccess)) return st == ccoDevSuccess ? ccoDevAborted : st;
-  for (uint32_t t = part * warps + warp; t < a->numTokens; t += nParts * warps) cco_impl_moe_gather(a, t, lane, lanes);
+  if (a->net)
+    for (uint32_t t = part * warps + warp; t < a->numTokens; t += nParts * warps) cco_impl_moe_gather(dc, a, t, lane, lanes, 1);
+  else
+    for (uint32_t t = part * warps + warp; t < a->numTokens; t += nParts * warps) cco_impl_moe_gather(dc, a, t, lane, lanes, 0);
   return ccoDevSuccess;
 }
 
