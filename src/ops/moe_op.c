@@ -13,6 +13,13 @@
 
 /* ------------------------------------------------------------ failures */
 
+/* Why the communicator failed (its async error's detail, which names a
+ * dead or failed peer), or "" while it has not. */
+static void comm_failure(ccoMoeOp* op, char* out, size_t size) {
+  out[0] = '\0';
+  if (atomic_load(&op->comm->asyncError) != ccoSuccess) cco_errsink_copy(&op->comm->err, out, size);
+}
+
 /* The parts' first failure as a result and a sentence in op->failure.
  * Waits that gave up (a peer failed or made another call) leave the op
  * failed for good: every later call names that failure. A bad expert id
@@ -39,14 +46,17 @@ static ccoResult_t note_status(ccoMoeOp* op) {
                "were dropped; raise maxRecvTokens, or leave it 0 (nRanks x maxTokensPerRank never overflows)",
                op->rank, x, y);
       break;
-    default:
+    default: {
       res = st == ccoDevTimeout ? ccoTimeout : ccoRemoteError;
-      snprintf(op->failure, sizeof(op->failure),
-               "rank %d: a %s waited for its peers and gave up (%s): a peer failed, did not make the same call, "
-               "or the communicator was aborted",
-               op->rank, x ? "combine" : "dispatch", ccoDevStatusName((ccoDevStatus_t)st));
+      char why[CCO_ERROR_TEXT_BYTES];
+      comm_failure(op, why, sizeof(why));
+      snprintf(op->failure, sizeof(op->failure), "rank %d: a %s waited for its peers and gave up (%s): %s%s",
+               op->rank, x ? "combine" : "dispatch", ccoDevStatusName((ccoDevStatus_t)st),
+               why[0] ? "the communicator failed: " : "",
+               why[0] ? why : "a peer failed, did not make the same call, or the communicator was aborted");
       op->failed = res;
       return res;
+    }
   }
   __atomic_store_n(&op->status->ready, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&op->status->status, 0u, __ATOMIC_RELEASE);
@@ -288,9 +298,12 @@ static ccoResult_t begin(ccoMoeOp* op, const char* api, cco_moe_phase want) {
   if (!op) return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_OPS, "%s: op is NULL", api);
   CCO_VALIDATE_COMM(op->comm);
   ccoResult_t failed = (ccoResult_t)atomic_load(&op->comm->asyncError);
-  if (failed != ccoSuccess)
-    return cco_error(&op->comm->err, failed, CCO_SUBSYS_OPS, "%s: the communicator failed earlier (%s)", api,
-                     ccoGetErrorString(failed));
+  if (failed != ccoSuccess) {
+    char why[CCO_ERROR_TEXT_BYTES];
+    comm_failure(op, why, sizeof(why));
+    return cco_error(&op->comm->err, failed, CCO_SUBSYS_OPS, "%s: the communicator failed earlier (%s): %s", api,
+                     ccoGetErrorString(failed), why);
+  }
   CCO_CHECK(check_healthy(op, api));
   if (op->phase != want)
     return cco_error(&op->comm->err, ccoInvalidUsage, CCO_SUBSYS_OPS,

@@ -52,6 +52,7 @@
 
 #include "base/env.h"
 #include "cco/cco_gda.h"
+#include "cco/cco_moe.h"
 #include "comm/comm.h"
 #include "mp_util.h"
 #include "mp_net_probe.h"
@@ -116,8 +117,8 @@ static void arm_kill(long k) {
 
 /* ------------------------------------------------------------- options */
 
-typedef enum { PH_CREATE, PH_BARRIER, PH_WINDOW, PH_DEVWAIT, PH_SDMA, PH_GDA, PH_COLL, PH_COUNT } phase_id;
-static const char* const kPhaseNames[PH_COUNT] = {"create", "barrier", "window", "devwait", "sdma", "gda", "coll"};
+typedef enum { PH_CREATE, PH_BARRIER, PH_WINDOW, PH_DEVWAIT, PH_SDMA, PH_GDA, PH_COLL, PH_MOE, PH_COUNT } phase_id;
+static const char* const kPhaseNames[PH_COUNT] = {"create", "barrier", "window", "devwait", "sdma", "gda", "coll", "moe"};
 static const char* const kPhaseWhat[PH_COUNT] = {
     "create (needs the bootstrap to notice a dead rank during creation)",
     "host barrier",
@@ -126,6 +127,7 @@ static const char* const kPhaseWhat[PH_COUNT] = {
     "SDMA stream wait (ccoStreamWaitSignal)",
     "GDA transfer, two virtual hosts",
     "collectives (ccoAllReduce LL and one-shot, ccoAllGather) while the peers wait in their blocks",
+    "MoE dispatch and combine over two virtual hosts (GDA between them) while the peers wait for the dead rank",
 };
 
 typedef struct {
@@ -435,6 +437,41 @@ static void phase_coll(rank_state* s, const run_cfg* cfg) {
   }
 }
 
+/* MoE dispatch and combine back to back over two virtual hosts; the victim
+ * dies between two calls, so the others wait for it inside the next one
+ * (its counts, its rows or its combine-ready signal). Every rank sends
+ * tokens to every rank, so every rank waits on every other. */
+static void phase_moe(rank_state* s, const run_cfg* cfg) {
+  enum { TOKENS = 8, HIDDEN = 64, TOPK = 2 };
+  ccoMoeConfig c = ccoMoeConfigDefault();
+  c.hidden = HIDDEN, c.maxTokensPerRank = TOKENS, c.expertsPerRank = 1, c.topk = TOPK;
+  ccoMoeOp* op = NULL;
+  ccoResult_t res = ccoMoeCreate(s->comm, &c, &op);
+  if (res != ccoSuccess) {
+    record_host(s, "ccoMoeCreate", res);
+    return;
+  }
+  static _Alignas(16) uint16_t tokens[TOKENS * HIDDEN], out[TOKENS * HIDDEN];
+  static float weights[TOKENS * TOPK], outWeights[TOKENS * TOPK];
+  static int32_t ids[TOKENS * TOPK];
+  for (int t = 0; t < TOKENS; t++)
+    for (int j = 0; j < TOPK; j++) ids[t * TOPK + j] = (t + j * (s->nRanks / 2 > 0 ? s->nRanks / 2 : 1)) % s->nRanks;
+  void* combIn = NULL;
+  ccoMoeRegion(op, ccoMoeCombineInput, &combIn, NULL);
+  for (long i = 1;; i++) {
+    if (s->rank == cfg->victim && i == cfg->iter) die_now();
+    const char* where = i % 2 ? "ccoMoeDispatch" : "ccoMoeCombine";
+    res = i % 2 ? ccoMoeDispatch(op, tokens, weights, NULL, ids, TOKENS, NULL)
+                : ccoMoeCombine(op, combIn, NULL, out, outWeights, NULL);
+    if (res != ccoSuccess) {
+      record_host(s, where, res);
+      break;
+    }
+  }
+  /* After the failure: the op still releases (its barrier fails at once). */
+  ccoMoeDestroy(op);
+}
+
 static const char* env_lookup(const char* name, void* arg) {
   (void)arg;
   return getenv(name);
@@ -447,7 +484,7 @@ static void* warm_up(void* arg) {
 
 static int rank_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
   const run_cfg* cfg = arg;
-  if (cfg->phase == PH_GDA) {
+  if (cfg->phase == PH_GDA || cfg->phase == PH_MOE) {
     /* Two virtual hosts; the environment was parsed before the fork. */
     setenv("CCO_HOSTID", rank < nRanks / 2 ? "fault-a" : "fault-b", 1);
     cco_env_reload_for_test(env_lookup, NULL);
@@ -477,6 +514,7 @@ static int rank_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
       case PH_SDMA: phase_sdma(&s, cfg); break;
       case PH_GDA: phase_gda(&s, cfg); break;
       case PH_COLL: phase_coll(&s, cfg); break;
+      case PH_MOE: phase_moe(&s, cfg); break;
       default: break;
     }
   }
@@ -606,9 +644,9 @@ static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* n
 static int run_phase(const options* o, int phase) {
   int n = o->ranks;
   const char* name = kPhaseNames[phase];
-  if (phase == PH_GDA && !mp_net_opens_in_child("  the network engine does not open here")) {
+  if ((phase == PH_GDA || phase == PH_MOE) && !mp_net_opens_in_child("  the network engine does not open here")) {
     const char* req = getenv("CCO_TEST_REQUIRE_NET");
-    MP_CHECK(!(req && !strcmp(req, "1")), "gda: the network engine does not open, and CCO_TEST_REQUIRE_NET=1");
+    MP_CHECK(!(req && !strcmp(req, "1")), "%s: the network engine does not open, and CCO_TEST_REQUIRE_NET=1", name);
     printf("phase %s: skipped (no network engine)\n", name);
     return 0;
   }
@@ -638,6 +676,7 @@ static int run_phase(const options* o, int phase) {
       case PH_SDMA: cfg.iter = rnd_in(10, 500); break;
       case PH_GDA: cfg.iter = rnd_in(8, 200); break;
       case PH_COLL: cfg.iter = rnd_in(2, 200); break;
+      case PH_MOE: cfg.iter = rnd_in(1, 60); break;
       default: break;
     }
     run_job(o, &cfg, run, dts, &ndt);
