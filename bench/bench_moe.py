@@ -4,7 +4,7 @@ its "NVSHMEM" symmetric-memory backend (torch.ops.symm_mem.all_to_all_vdev_2d fo
 all_to_all_vdev_2d_offset for combine), same tokens and routing, one JSON line per measurement:
 
     python3 bench/bench_moe.py --bin build/bin [--ranks 2[,4,8]] [--tokens 4096,128] [--jobs cco,torch]
-        [--timeout SEC] [--dry-run]
+        [--hosts N] [--timeout SEC] [--dry-run]
 
 The DeepSeek-V3 shape: hidden 7168, top-8 of 256 experts spread over the ranks, each token's 8
 experts distinct, chosen at random (seeded per rank); 4,096 tokens per rank in throughput mode, 128
@@ -20,6 +20,8 @@ pair also replayed in a CUDA graph (per pair). The floor: the bytes this rank's 
 its peers at the device-to-device cudaMemcpy speed measured in the same job with every rank copying
 at once (the ranks share one GPU); goal >= 0.8 of it in throughput mode. SMs used: cco's blocks per
 call (goal <= 24). After each rank count, ratio lines: cco bf16 (dispatch + combine) / torch's.
+--hosts N spreads the ranks over N virtual hosts (the op's path across hosts: GDA between them, over
+whatever network engine the machine has); cco only, and each line says hosts.
 """
 import argparse
 import os
@@ -159,7 +161,8 @@ def rank_cco(tokens_list: List[int]) -> None:
                 pair_us = slowest(statistics.median(times))
                 del graph
                 if rank == 0:
-                    extra = dict(tokens=tokens, dtype=dtype, mode=mode, parts=parts, memcpy_gbps=round(bw_all, 1))
+                    extra = dict(tokens=tokens, dtype=dtype, mode=mode, parts=parts, memcpy_gbps=round(bw_all, 1),
+                                 hosts=comm.node_count)
                     print(json_line("moe", "dispatch", sent, world, ROUNDS, "us", d_us, None,
                                     floor_us=round(floor_d, 2), of_floor=round(floor_d / d_us, 3),
                                     host_us=round(d_host, 1), **extra))
@@ -247,7 +250,7 @@ def run_job(args, job: str, ranks: int) -> List[dict]:
         rows = max(int(t) for t in args.tokens.split(",")) * TOPK
         env.setdefault("NVSHMEM_SYMMETRIC_SIZE", str((2 + ranks) * rows * HIDDEN * 2 + (1 << 30)))
     return run_rank_mode_job("bench_moe", __file__, args.bin, job, ranks, args.timeout,
-                             ["--tokens", args.tokens], env, args.dry_run)
+                             ["--tokens", args.tokens], env, args.dry_run, hosts=args.hosts)
 
 
 def main() -> int:
@@ -256,11 +259,14 @@ def main() -> int:
     p.add_argument("--ranks", default="2,4")
     p.add_argument("--tokens", default="4096,128")
     p.add_argument("--jobs", default="cco,torch")
+    p.add_argument("--hosts", type=int, default=1)
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--rank-mode", choices=("cco", "torch"))
     args = p.parse_args()
     tokens = [int(t) for t in args.tokens.split(",")]
+    if args.hosts > 1 and "torch" in args.jobs.split(","):
+        p.error("--hosts: torch's exchange runs on one host only; pass --jobs cco")
     if args.rank_mode == "cco":
         rank_cco(tokens)
         return 0

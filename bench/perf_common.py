@@ -181,16 +181,18 @@ def run_ranks_job(program: str, label: str, cmd: List[str], env: Dict[str, str],
 
 
 def run_rank_mode_job(program: str, script: str, bin_dir: str, job: str, ranks: int, timeout: int,
-                      job_args: List[str], env: Dict[str, str], dry_run: bool) -> List[dict]:
+                      job_args: List[str], env: Dict[str, str], dry_run: bool, hosts: int = 1) -> List[dict]:
     """Runs `script --rank-mode JOB JOB_ARGS` as `ranks` ranks under bin_dir's ccorun (a Python
     benchmark that starts its own jobs: bench_moe.py, bench_fused.py), with the build's libcco as
-    CCO_LIBRARY unless env names one; prints the command instead when dry_run."""
+    CCO_LIBRARY unless env names one; hosts > 1 spreads the ranks over that many virtual hosts;
+    prints the command instead when dry_run."""
     env = dict(env)
     lib = Path(bin_dir).resolve().parent / "lib" / "libcco.so"
     if lib.exists():
         env.setdefault("CCO_LIBRARY", str(lib))
-    cmd = [str(Path(bin_dir) / "ccorun"), "-t", str(timeout), "-n", str(ranks), sys.executable,
-           str(Path(script).resolve()), "--rank-mode", job, *job_args]
+    cmd = [str(Path(bin_dir) / "ccorun"), "-t", str(timeout), "-n", str(ranks)]
+    cmd += ["--virtual-hosts", str(hosts)] if hosts > 1 else []
+    cmd += [sys.executable, str(Path(script).resolve()), "--rank-mode", job, *job_args]
     if dry_run:
         print(f"{program}: {shlex.join(cmd)}", file=sys.stderr, flush=True)
         return []

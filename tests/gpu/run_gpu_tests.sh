@@ -88,6 +88,10 @@ for n in 2 4 8; do
 $n ranks under MPS" "$bin/ccorun" -t 600 -n "$n" -p -x CCO_LIBRARY="$bin/../lib/libcco.so" \
     -x PYTHONPATH="$here/../../python" python3 "$here/test_moe_gpu.py"
 done
+# Across hosts: GDA between two virtual hosts (the network engine on loopback), LSA inside each.
+run "MoE dispatch and combine across two virtual hosts (GDA between them, LSA inside), 4 ranks under MPS" \
+  "$bin/ccorun" -t 600 -n 4 --virtual-hosts 2 -p -x CCO_LIBRARY="$bin/../lib/libcco.so" \
+  -x PYTHONPATH="$here/../../python" python3 "$here/test_moe_gpu.py"
 pyx=(-x CCO_LIBRARY="$bin/../lib/libcco.so" -x PYTHONPATH="$here/../../python")
 for n in 2 4 8; do
   run "fused GEMM + communication (six ops, LSA, SDMA, sequential and auto; rounds, back to back, out=, CUDA \
