@@ -1,16 +1,14 @@
 /*
- * Private: the MoE op across hosts (docs/moe.md, "Across hosts"), part of
- * cco/device/impl/moe_impl.h, which includes it where its helpers are
- * defined. Ranks of this host get stores (LSA); the ranks of other hosts get
- * the rows staged in this rank's arena and put there with GDA, at slots
- * computed from a count matrix; combine gets them back the same way.
+ * Private: the MoE op across hosts (docs/moe.md, "Across hosts"); the op as
+ * a whole is cco/device/impl/moe_impl.h, which includes this file. Ranks
+ * of this host get stores (LSA); the ranks of other hosts get the rows
+ * staged in this rank's arena and put there with GDA, at slots computed
+ * from a count matrix; combine gets them back the same way.
  */
 #ifndef CCO_DEVICE_IMPL_MOE_NET_IMPL_H_
 #define CCO_DEVICE_IMPL_MOE_NET_IMPL_H_
 
-#ifndef CCO_DEVICE_IMPL_MOE_IMPL_H_
-#error "include cco/device/impl/moe_impl.h, not this file"
-#endif
+#include "cco/device/impl/moe_common_impl.h"
 
 /* ------------------------------------------------ dispatch across hosts */
 
