@@ -48,7 +48,7 @@ static ccoResult_t note_status(ccoMoeOp* op) {
       break;
     default: {
       res = st == ccoDevTimeout ? ccoTimeout : ccoRemoteError;
-      char why[CCO_ERROR_TEXT_BYTES];
+      char why[384]; /* leaves room for the sentence around it in op->failure */
       comm_failure(op, why, sizeof(why));
       snprintf(op->failure, sizeof(op->failure), "rank %d: a %s waited for its peers and gave up (%s): %s%s",
                op->rank, x ? "combine" : "dispatch", ccoDevStatusName((ccoDevStatus_t)st),
