@@ -119,9 +119,14 @@ struct cco_gda_proxy {
   _Atomic uint64_t drainUntil; /* stop: the thread first completes what was posted, until then (ns) */
   pthread_mutex_t lock; /* states and windows, against the thread */
   cco_gda_state* states;
+  /* Device communicators destroyed while the engine may still hold their
+   * ops (a failed peer's writes that never complete): freed once the
+   * thread is stopped (gda_setup.c state_destroy). */
+  cco_gda_state* retired;
   cco_gda_win* wins;
   cco_gda_staged* staged;
   ccoResult_t failure; /* first failure found by the thread, reported outside the lock */
+  bool everFailed;     /* an op was failed: its engine ops may still be in flight */
   struct cco_gda_peer_watch* watch; /* [nRanks] liveness of each peer (gda_proxy.c); NULL: none */
 };
 

@@ -15,6 +15,7 @@
 #include "transport/gda/gda_internal.h"
 
 void cco_gda_proxy_fail(cco_gda_proxy* px, ccoResult_t res) {
+  px->everFailed = true;
   if (px->failure == ccoSuccess) px->failure = res;
 }
 

@@ -322,10 +322,18 @@ static void proxy_stop(cco_gda_transport* gt) {
   px->threadStarted = false;
 }
 
+static void state_free(cco_gda_transport* gt, cco_gda_state* st);
+
 static void proxy_free(cco_gda_transport* gt) {
   cco_gda_proxy* px = gt->proxy;
   if (!px) return;
   proxy_stop(gt);
+  /* No completion can come now: the thread that dispatched them is gone. */
+  while (px->retired) {
+    cco_gda_state* st = px->retired;
+    px->retired = st->next;
+    state_free(gt, st);
+  }
   proxy_release(px);
   gt->proxy = NULL;
 }
@@ -482,17 +490,61 @@ static ccoResult_t state_create(cco_gda_transport* gt, uint64_t id, const ccoDev
   return ccoSuccess;
 }
 
+/* Whether nothing of the state is left for the proxy: every op it took is
+ * complete and nothing rung is waiting to be taken. Slots written without
+ * a doorbell do not count: the proxy would never take them. Under the
+ * proxy lock. */
+static bool state_drained(const cco_gda_state* st) {
+  for (int i = 0; i < st->nRings; i++) {
+    const cco_gda_ring* r = &st->rings[i];
+    const ccoGdaSlot* next = &r->slots[r->scanned & (r->depth - 1)];
+    if (r->head != r->read || r->bell != r->read || __atomic_load_n(&next->seq, __ATOMIC_ACQUIRE) == r->scanned + 1)
+      return false;
+  }
+  return true;
+}
+
+static bool comm_failed(const cco_transport_ctx* ctx) { return ctx->failed && atomic_load(ctx->failed) != 0; }
+
+/* The engine's completions carry pointers to the state's ops, so a state
+ * is freed only when none can come: its rings drained on a communicator
+ * that never failed an op, or the thread stopped. A healthy communicator
+ * first waits (up to GDA_DRAIN_NS) for what a kernel rang just before the
+ * destroy to reach its peers, as a stop does. Anything else (a dead peer's
+ * writes that never complete, ops failed with engine work still out) is
+ * parked on the proxy and freed after its thread stops (proxy_free). */
 static void state_destroy(cco_gda_transport* gt, cco_gda_state* st) {
   if (!st) return;
   cco_gda_proxy* px = gt->proxy;
   if (px) {
+    bool running = px->threadStarted;
+    uint64_t start = cco_now_ns(), deadline = start + GDA_DRAIN_NS;
+    bool drained = false;
+    for (;;) {
+      pthread_mutex_lock(&px->lock);
+      drained = state_drained(st);
+      bool give_up = px->everFailed || comm_failed(gt->ctx) || cco_now_ns() >= deadline;
+      pthread_mutex_unlock(&px->lock);
+      if (!running || drained || give_up) break;
+      cco_idle_wait(cco_now_ns() - start, 20000);
+    }
     pthread_mutex_lock(&px->lock);
     for (cco_gda_state** it = &px->states; *it; it = &(*it)->next)
       if (*it == st) {
         *it = st->next;
         break;
       }
+    bool park = running && (!drained || px->everFailed || comm_failed(gt->ctx));
+    if (park) {
+      st->next = px->retired;
+      px->retired = st;
+    }
     pthread_mutex_unlock(&px->lock);
+    if (park) {
+      CCO_INFO(GDA, "rank %d: GDA state of device communicator %llu kept until the proxy stops (%s)",
+               gt->ctx->rank, (unsigned long long)st->id, drained ? "an op failed" : "ops still in flight");
+      return;
+    }
   }
   state_free(gt, st);
 }
