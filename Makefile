@@ -14,7 +14,11 @@ BUILD_TYPE ?= RelWithDebInfo
 # nvcc is often installed outside PATH; CMake builds CUDA sources when it exists.
 NVCC       := $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 CMAKE_ENV  := $(if $(NVCC),CUDACXX=$(NVCC))
-CTEST      := ctest --output-on-failure --progress --timeout 600
+# Tests run two at a time (JOBS): most of a multi-rank test's time is ranks
+# waiting for each other, and the compile checks are one compiler at a time,
+# so a second test fills the idle core. The timing-sensitive fault tests are
+# RUN_SERIAL (tests/CMakeLists.txt).
+CTEST      := ctest --output-on-failure --progress --timeout 600 -j $(JOBS)
 # cmake's own makes would print two 'Entering/Leaving directory' lines per step.
 MAKEFLAGS  += --no-print-directory
 
