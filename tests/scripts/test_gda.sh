@@ -142,7 +142,7 @@ kill_rank() {
 
 iters=1000 # signal-after-data iterations per peer
 flood=2000 # ops per flood thread
-summary='^(mp_gda:|ops:|atomic:|sad: rank 0|get:|flush:|barrier:|world barrier:|flood:|conn:|async:)'
+summary='^(mp_gda:|ops:|atomic:|sad: rank 0|get:|flush:|barrier:|world barrier:|flood:|conn:|drain:|async:)'
 
 # ------------------------------------------------------- two virtual hosts
 for path in direct staged; do

@@ -142,6 +142,7 @@ void test_world_barrier(rank_ctx* c); /* barrier.c */
 void test_flood(rank_ctx* c);         /* flood.c */
 void test_conn(rank_ctx* c);          /* conn.c */
 void test_tclass(rank_ctx* c);        /* tclass.c */
+void test_drain(rank_ctx* c);         /* drain.c */
 void run_kill(rank_ctx* c);           /* kill.c */
 
 #endif /* CCO_TESTS_MP_GDA_GDA_H_ */

@@ -29,6 +29,9 @@
  *                  answers that post nothing (conn.c)
  *  tclass          the traffic class (--tc T, gdaTrafficClass of the main
  *                  device communicator) is the engine's (tclass.c)
+ *  drain           a device communicator destroyed right after its puts
+ *                  still delivers what it rang, without waiting for what
+ *                  it did not (drain.c)
  *  async           ccoCommGetAsyncError is still ccoSuccess (here).
  *
  * Each file describes its steps. The path (CCO_GDA_PATH: direct for host
@@ -198,6 +201,7 @@ int main(int argc, char** argv) {
         test_flood(c);
         test_conn(c);
         test_tclass(c);
+        test_drain(c);
         watchdog_arm("async", 30);
         ccoResult_t async = ccoSuccess;
         MUST(ccoCommGetAsyncError(c->comm, &async));
