@@ -32,6 +32,7 @@
 #include "base/error.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/tsan.h"
 #include "transport/gda/gda_internal.h"
 
 #define GDA_INBOX_SLOTS 256u /* messages in flight per (source, target) */
@@ -205,6 +206,11 @@ static ccoResult_t batch_issue(cco_gda_proxy* px, gda_fifo* q) {
   if (!q->nJobs) return ccoSuccess;
   cco_platform* p = px->ctx->platform;
   ccoResult_t res = ccoSuccess;
+  /* The receive side's copies move a peer's data into the window (and a
+   * get's out of it) on the peer's behalf (base/tsan.h). On the host
+   * platform they run here, in this thread. */
+  bool peers = q == &px->staged->rxq;
+  if (peers) CCO_TSAN_PEER_ACCESS_BEGIN();
   if (q->nCopies == 1)
     res = p->ops->copy_async(p, q->stream, q->copyDst[0], q->copySrc[0], q->copyBytes[0]);
   else if (q->nCopies > 1)
@@ -213,6 +219,7 @@ static ccoResult_t batch_issue(cco_gda_proxy* px, gda_fifo* q) {
   q->value[q->nValues] = q->issued + 1;
   if (res == ccoSuccess)
     res = p->ops->write_values_async(p, q->stream, (unsigned)q->nValues + 1, q->valueAddr, q->value);
+  if (peers) CCO_TSAN_PEER_ACCESS_END();
   q->issued++;
   q->nCopies = q->nValues = q->nJobs = 0;
   return res;

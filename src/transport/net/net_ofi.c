@@ -82,6 +82,7 @@ ccoResult_t cco_net_progress(cco_net* net, cco_net_completion* out, int max, int
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "base/tsan.h"
 #include "transport/net/ofi_loader.h"
 
 #define DEFAULT_PROVIDER "tcp;ofi_rxm"
@@ -89,6 +90,12 @@ ccoResult_t cco_net_progress(cco_net* net, cco_net_completion* out, int max, int
 #define MR_MODES_HANDLED \
   (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 #define CQ_BATCH 32
+
+/* The engine's data calls read and write window memory for the peers (a
+ * write's source, the data and signal words peers put here): TSan builds
+ * leave their accesses unchecked (base/tsan.h says why). */
+#define NET_DATA_BEGIN() CCO_TSAN_PEER_ACCESS_BEGIN()
+#define NET_DATA_END() CCO_TSAN_PEER_ACCESS_END()
 
 typedef struct cco_net_op {
   struct fi_context2 fiContext; /* provider scratch while in flight: must stay first */
@@ -571,8 +578,10 @@ static ccoResult_t rma(cco_net* net, int write, int peer, void* buf, cco_net_mr*
                            .rma_iov = &riov, .rma_iov_count = 1, .context = op};
   /* postFlags on writes: FI_DELIVERY_COMPLETE, so the completion means placed. */
   uint64_t writeFlags = net->postFlags & FI_DELIVERY_COMPLETE;
+  NET_DATA_BEGIN();
   ssize_t rc = write ? fi_writemsg(net->ep, &msg, FI_COMPLETION | writeFlags)
                      : fi_readmsg(net->ep, &msg, FI_COMPLETION);
+  NET_DATA_END();
   return op_posted(net, op, rc, write ? "write" : "read");
 }
 
@@ -608,12 +617,14 @@ static ccoResult_t atomic_add(cco_net* net, int peer, uint64_t value, uint64_t* 
    * signal) after every earlier write to the peer. */
   uint64_t flags = FI_COMPLETION | net->postFlags;
   ssize_t rc;
+  NET_DATA_BEGIN();
   if (result) {
     struct fi_ioc rioc2 = {result, 1};
     rc = fi_fetch_atomicmsg(net->ep, &msg, &rioc2, &resultDesc, 1, flags);
   } else {
     rc = fi_atomicmsg(net->ep, &msg, flags);
   }
+  NET_DATA_END();
   return op_posted(net, op, rc, result ? "fetch-add" : "atomic add");
 }
 
@@ -637,7 +648,10 @@ ccoResult_t cco_net_fetch_add(cco_net* net, int peer, uint64_t value, uint64_t* 
 static int read_error(cco_net* net, cco_net_completion* out) {
   struct fi_cq_err_entry err;
   memset(&err, 0, sizeof(err));
-  if (fi_cq_readerr(net->cq, &err, 0) != 1) return 0;
+  NET_DATA_BEGIN();
+  ssize_t got = fi_cq_readerr(net->cq, &err, 0);
+  NET_DATA_END();
+  if (got != 1) return 0;
   char buf[160];
   const char* prov = fi_cq_strerror(net->cq, err.prov_errno, err.err_data, buf, sizeof(buf));
   cco_net_op* op = err.op_context;
@@ -673,7 +687,9 @@ ccoResult_t cco_net_progress(cco_net* net, cco_net_completion* out, int max, int
    * is what moves the data peers write into our memory. */
   while (n < max) {
     size_t want = (size_t)(max - n) < CQ_BATCH ? (size_t)(max - n) : CQ_BATCH;
+    NET_DATA_BEGIN(); /* with manual progress, peers' data lands here */
     ssize_t got = fi_cq_read(net->cq, entries, want);
+    NET_DATA_END();
     if (got == -FI_EAGAIN) break;
     if (got == -FI_EAVAIL) {
       n += read_error(net, &out[n]);
