@@ -10,7 +10,7 @@ own, for bootstrap, which forks its ranks), passes the sweep options through,
 collects the JSON lines the program prints, adds the machine and the date to
 each, and writes them to FILE (JSON lines; stdout without -o). Sets: "gpu"
 runs what tests/gpu/gpu_machine.sh measures on a GPU machine, "all" is
-bootstrap and then "gpu". docs/perf.md describes the options, the JSON keys
+bootstrap and gda_host, then "gpu". docs/perf.md describes the options, the JSON keys
 and bench/plot.py, which draws the lines.
 
 Exit status: 0 when every run passed, 1 when one failed, 2 for bad
@@ -52,11 +52,15 @@ class Bench:
     reference: Optional[str] = None  # the separate reference program --ref adds
     reference_ops: Tuple[str, ...] = ()  # its measurements that compare (empty: as asked for here)
     env: Tuple[Tuple[str, str], ...] = ()
+    hosts: int = 1                # virtual hosts a run takes unless --virtual-hosts says otherwise
 
 
 BENCHES = {
     "bootstrap": Bench("cco-bench-bootstrap", "communicator create/destroy, host barrier vs loopback TCP",
                        (2, 4, 8, 16), (2, 64), sizes=False, gpu=False, self_launched=True),
+    "gda_host": Bench("cco-bench-gda-host", "GDA between CPU ranks on two virtual hosts (the staged path) vs the raw "
+                      "network engine", (2,), (2, 2), ops=("latency",), size_align=8, gpu=False,
+                      env=(("CCO_GDA_PATH", "staged"),), hosts=2),
     "windows": Bench("cco-bench-windows", "window registration; copy into a peer's window vs cudaMemcpy",
                      (2, 4, 8), (1, 1024), ops=("register", "copy"), size_align=16),
     "lsa": Bench("cco-bench-lsa", "LSA put, signal ping-pong, LSA barrier vs cudaMemcpy and raw flags",
@@ -114,7 +118,7 @@ def gpu_set() -> List[Run]:
     return runs
 
 
-SETS = {"gpu": gpu_set, "all": lambda: [Run("bootstrap", 0)] + gpu_set()}
+SETS = {"gpu": gpu_set, "all": lambda: [Run("bootstrap", 0), Run("gda_host", 2, virtual_hosts=2)] + gpu_set()}
 
 
 def list_arg(text: str) -> List[int]:
@@ -129,7 +133,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     epilog = "benchmarks:\n" + "\n".join(f"  {k:10} {b.about}" for k, b in BENCHES.items())
     epilog += ("\n  gpu        windows, lsa, sdma, gda (and its barrier on two virtual hosts), nvshmem if built, "
                "triton, coll, torch")
-    epilog += "\n  all        bootstrap, then gpu"
+    epilog += "\n  all        bootstrap and gda_host, then gpu"
     epilog += "\n\nOptions after -- go to the program as they are (its --help lists them)."
     ap = argparse.ArgumentParser(prog="cco_perf.py", description="Run cco benchmarks and collect their JSON lines.",
                                  epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -211,7 +215,8 @@ def plan(args: argparse.Namespace) -> List[Run]:
     if bench.self_launched:
         return [Run(args.bench, 0, ops=args.op or [])]
     counts = args.ranks or list(bench.ranks)
-    runs = [Run(args.bench, n, args.virtual_hosts, args.op or []) for n in counts]
+    hosts = args.virtual_hosts if args.virtual_hosts != 1 else bench.hosts
+    runs = [Run(args.bench, n, hosts, args.op or []) for n in counts]
     if args.ref and bench.reference:
         ops = list(bench.reference_ops) or args.op or []
         runs += [Run(bench.reference, n, ops=ops) for n in counts]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The perf driver (bench/cco_perf.py): it runs the CPU bootstrap benchmark
+# The perf driver (bench/cco_perf.py): it runs the CPU benchmarks (bootstrap, gda_host)
 # with a tiny sweep and every line it writes is a JSON object with the common
 # keys, the machine and the date; it refuses bad arguments with exit status 2,
 # a benchmark's failure or a malformed line with 1, and GPU benchmarks on a
@@ -50,6 +50,23 @@ if check_lines "$out" 13; then pass; else fail "bootstrap lines: $(cat "$out")";
 [ -s "$tmp/logs/bootstrap.log" ] && pass || fail "no log of the run in $tmp/logs"
 python3 "$perf" bootstrap --bin "$bin" --ranks 2,4 -n 100 -w 10 -o "$out" --append -- --reps 2 2>/dev/null
 if check_lines "$out" 26; then pass; else fail "--append did not add 13 lines"; fi
+
+# GDA between CPU ranks: two virtual hosts and the staged path by default, 2 sizes, a figure and
+# its raw-engine reference each, the path and the notify flag in every line.
+out=$tmp/gda_host.jsonl
+if python3 "$perf" gda_host --bin "$bin" -b 8 -e 512 -f 64 -n 50 -w 5 -o "$out" 2>"$tmp/err"; then pass
+else fail "cco_perf gda_host: exit $?: $(cat "$tmp/err")"; fi
+if python3 - "$out" <<'EOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 4, lines
+for l in lines:
+    assert l["bench"] == "gda_host" and l["op"] == "gda_host_latency" and l["ranks"] == 2, l
+    assert l["path"] == "staged" and l["notify"] in (0, 1) and l["value"] > 0 and l["metric"] == "us", l
+assert sorted((l["bytes"], l["ref"] or "") for l in lines) == [(8, ""), (8, "raw_engine"), (512, ""),
+                                                                 (512, "raw_engine")], lines
+EOF
+then pass; else fail "gda_host lines: $(cat "$out")"; fi
 
 # expect_status STATUS FRAGMENT ARGS...: the driver's exit status and a line of its stderr.
 expect_status() {

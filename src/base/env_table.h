@@ -70,6 +70,10 @@
   X(CCO_NET_MAX_MSG, NULL, INT, "0", NET, NULL,                                             \
     "largest single network write/read in bytes (callers split larger transfers); 0 "      \
     "uses the provider's limit")                                                            \
+  X(CCO_NET_NOTIFY, NULL, BOOL, "1", NET, NULL,                                             \
+    "writes that notify their target (8 bytes of remote completion data) where the "       \
+    "provider offers them; the staged GDA path then announces a message with its write "    \
+    "instead of a second operation; 0 always uses the second operation (an atomic add)")   \
   X(CCO_GDA_PATH, NULL, ENUM, "auto", GDA, "auto,direct,staged",                            \
     "how GDA reaches window memory: direct (the network engine registers it; host memory, " \
     "or a provider with FI_HMEM), staged (pinned bounce buffers and copies at both ends), " \

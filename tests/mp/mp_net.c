@@ -23,6 +23,12 @@
  *  - ordering: 20 rounds of a 1 MiB write to the next rank, then, after its
  *    completion, an atomic add on a flag there: the target that sees the flag
  *    checks at once that the whole block is there;
+ *  - notified writes (where the provider carries remote completion data):
+ *    20 rounds of 1 MiB written to the next rank with a notification, which
+ *    the target's progress thread checks the whole block against as it is
+ *    reported, then 64 zero- and 8-byte notified writes back to back, each
+ *    value reported exactly once; without the capability (CCO_NET_NOTIFY=0)
+ *    the call is refused with ccoUnsupported;
  *  - backpressure: 5000 writes and 5000 atomic adds posted back to back (the
  *    op pool is smaller): CCO_NET_BUSY is answered by progressing, and every
  *    operation completes;
@@ -72,6 +78,12 @@ typedef struct {
   atomic_long ok, failed; /* completions seen by the progress thread */
   atomic_int lastError;
   long posted, busy;
+  /* Notifications (peers' write_notify), handled in the progress thread as
+   * they come, before its next progress call: on_notify sees the target's
+   * memory exactly as the engine left it when it reported the write. */
+  void (*on_notify)(void* arg, uint64_t data);
+  void* notifyArg;
+  atomic_long notes;
 } tnet;
 
 static void* progress_main(void* arg) {
@@ -83,6 +95,12 @@ static void* progress_main(void* arg) {
     ccoResult_t r = cco_net_progress(t->net, c, 64, &n);
     pthread_mutex_unlock(&t->lock);
     for (int i = 0; i < n; i++) {
+      if (c[i].notify) {
+        if (c[i].context || c[i].peer != -1 || c[i].result != ccoSuccess) atomic_fetch_add(&t->failed, 1);
+        if (t->on_notify) t->on_notify(t->notifyArg, c[i].data);
+        atomic_fetch_add(&t->notes, 1);
+        continue;
+      }
       if (c[i].result == ccoSuccess) {
         atomic_fetch_add(&t->ok, 1);
       } else {
@@ -323,6 +341,100 @@ static void case_ordering(rank_ctx* x) {
   MP_CHECK(late == 0 && torn == 0, "ordering: %zu flags never came, %zu bytes not there when the flag was", late, torn);
 }
 
+/* Notified writes: every rank writes 1 MiB to the next one with the round
+ * and its rank as data, then NOTE_BURST zero-byte and 8-byte notified
+ * writes back to back. The target checks each 1 MiB block in full when its
+ * notification is reported, and that every burst value came exactly once. */
+#define NOTE_BURST 64
+typedef struct {
+  rank_ctx* x;
+  int from;
+  atomic_long torn, wrong, big;
+  atomic_uchar seen[NOTE_BURST];
+} note_check;
+
+static void check_note(void* arg, uint64_t data) {
+  note_check* k = arg;
+  rank_ctx* x = k->x;
+  int src = (int)(data >> 48), kind = (int)((data >> 32) & 0xffff), value = (int)(data & 0xffffffffu);
+  if (src != k->from) {
+    atomic_fetch_add(&k->wrong, 1);
+    return;
+  }
+  if (kind == 1) { /* the 1 MiB block of round `value` */
+    long bad = 0;
+    for (size_t i = 0; i < (1u << 20); i++) bad += x->region[area_off(src) + i] != pattern(src, x->rank, i, value + 2000);
+    atomic_fetch_add(&k->torn, bad);
+    atomic_fetch_add(&k->big, 1);
+  } else if (kind == 2 && value >= 0 && value < NOTE_BURST) {
+    atomic_fetch_add(&k->seen[value], 1);
+  } else {
+    atomic_fetch_add(&k->wrong, 1);
+  }
+}
+
+static void case_notify(rank_ctx* x) {
+  int to = (x->rank + 1) % x->nRanks, from = (x->rank + x->nRanks - 1) % x->nRanks;
+  ccoResult_t r;
+  if (!cco_net_can_notify(x->t.net)) {
+    pthread_mutex_lock(&x->t.lock);
+    r = cco_net_write_notify(x->t.net, to, x->src, x->srcMr, 8, x->rkeys[to], area_off(x->rank), 1, NULL);
+    pthread_mutex_unlock(&x->t.lock);
+    MP_CHECK(r == ccoUnsupported, "write_notify without the capability: %d", r);
+    /* tcp;ofi_rxm carries remote completion data: losing it is a regression */
+    const char* prov = getenv("CCO_NET_PROVIDER");
+    const char* off = getenv("CCO_NET_NOTIFY");
+    MP_CHECK((prov && prov[0] && strcmp(prov, "tcp;ofi_rxm")) || (off && !strcmp(off, "0")),
+             "tcp;ofi_rxm reported no remote completion data");
+    if (x->rank == 0) printf("  notified writes: not offered (%s)\n", ccoGetLastError(NULL));
+    return;
+  }
+  static note_check k; /* one rank per process */
+  memset(&k, 0, sizeof(k));
+  k.x = x;
+  k.from = from;
+  pthread_mutex_lock(&x->t.lock);
+  x->t.notifyArg = &k;
+  x->t.on_notify = check_note;
+  pthread_mutex_unlock(&x->t.lock);
+  MP_CHECK(MP_OK(ccoBarrierAll(x->comm)), "barrier");
+  uint64_t me = (uint64_t)x->rank << 48;
+  for (int round = 0; round < ORDER_ROUNDS; round++) {
+    for (size_t i = 0; i < (1u << 20); i++) x->src[i] = pattern(x->rank, to, i, round + 2000);
+    POST(&x->t, r, cco_net_write_notify(x->t.net, to, x->src, x->srcMr, 1u << 20, x->rkeys[to], area_off(x->rank),
+                                        me | (1ull << 32) | (uint64_t)round, NULL));
+    MP_CHECK(r == ccoSuccess, "notified write: %s", ccoGetLastError(NULL));
+    double end = mp_now() + WAIT_S;
+    while (atomic_load(&k.big) < round + 1 && mp_now() < end) sched_yield();
+    MP_CHECK(atomic_load(&k.big) == round + 1, "round %d: %ld notifications of 1 MiB blocks", round,
+             atomic_load(&k.big));
+    MP_CHECK(wait_all(&x->t, WAIT_S), "notified write did not complete");
+    MP_CHECK(MP_OK(ccoBarrierAll(x->comm)), "barrier");
+  }
+  for (int i = 0; i < NOTE_BURST; i++) {
+    POST(&x->t, r, cco_net_write_notify(x->t.net, to, x->src, x->srcMr, i % 2 ? 8 : 0, x->rkeys[to],
+                                        FLAG_OFF(x->rank), me | (2ull << 32) | (uint64_t)i, NULL));
+    MP_CHECK(r == ccoSuccess, "notified write %d: %s", i, ccoGetLastError(NULL));
+  }
+  double end = mp_now() + WAIT_S;
+  long want = ORDER_ROUNDS + NOTE_BURST;
+  while (atomic_load(&x->t.notes) < want && mp_now() < end) sched_yield();
+  MP_CHECK(wait_all(&x->t, WAIT_S) && atomic_load(&x->t.failed) == 0, "notified writes did not complete");
+  MP_CHECK(MP_OK(ccoBarrierAll(x->comm)), "barrier");
+  int missing = 0;
+  for (int i = 0; i < NOTE_BURST; i++) missing += atomic_load(&k.seen[i]) != 1;
+  MP_CHECK(atomic_load(&x->t.notes) == want && missing == 0 && atomic_load(&k.wrong) == 0,
+           "notifications: %ld of %ld, %d burst values not seen exactly once, %ld unexpected", atomic_load(&x->t.notes),
+           want, missing, atomic_load(&k.wrong));
+  MP_CHECK(atomic_load(&k.torn) == 0, "notified writes: %ld bytes not there when the notification was reported",
+           atomic_load(&k.torn));
+  pthread_mutex_lock(&x->t.lock);
+  x->t.on_notify = NULL;
+  pthread_mutex_unlock(&x->t.lock);
+  if (x->rank == 0) printf("  notified writes: %d x 1 MiB and %d small ones, every byte there when announced\n",
+                           ORDER_ROUNDS, NOTE_BURST);
+}
+
 static void case_backpressure(rank_ctx* x) {
   int to = (x->rank + 1) % x->nRanks, from = (x->rank + x->nRanks - 1) % x->nRanks;
   long busyBefore = x->t.busy;
@@ -393,6 +505,7 @@ static int rank_main(int rank, int nRanks, ccoUniqueId id, void* arg) {
     case_write_read(&x);
     case_atomics(&x);
     case_ordering(&x);
+    case_notify(&x);
     case_backpressure(&x);
     case_bad_peers(&x);
   }

@@ -168,6 +168,8 @@ cco_net_rkey* cco_gda_staged_rkeys(cco_gda_proxy* px);
 void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op);
 /* Completions of tagged engine operations of the staged path. */
 void cco_gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResult_t res, int peer);
+/* A peer's notified message write landed in our inbox (its data). */
+void cco_gda_staged_on_notify(cco_gda_proxy* px, uint64_t data);
 /* Everything else: copies done, acks, inboxes, posts waiting for room. */
 int cco_gda_staged_poll(cco_gda_proxy* px);
 /* Nothing of ours in flight and nothing of the peers' left to serve. */

@@ -185,6 +185,10 @@ static bool direct_progress(cco_gda_proxy* px, cco_gda_op* op) {
 }
 
 static void on_completion(cco_gda_proxy* px, const cco_net_completion* c) {
+  if (c->notify) { /* a peer's message write: not an op of ours */
+    cco_gda_staged_on_notify(px, c->data);
+    return;
+  }
   int tag = CCO_GDA_TAG_OF(c->context);
   void* obj = CCO_GDA_PTR_OF(c->context);
   if (px->path == CCO_GDA_PATH_DIRECT && px->watch && c->peer >= 0 && c->peer < px->nRanks) {

@@ -14,9 +14,11 @@
  *   reply               data coming back (our gets)
  *
  * A put chunk: copy out (GPU -> out), write out -> target's landing zone,
- * then write the message into the target's inbox, then add to the target's
- * count (each step after the previous one completed: delivery complete, so
- * nothing is read before it is there). The target takes messages in order,
+ * then write the message into the target's inbox, which announces itself
+ * (a notified write: the target's engine reports it once placed) where the
+ * provider carries remote completion data, and is otherwise followed by an
+ * add to the target's count (each step after the previous one completed:
+ * delivery complete, so nothing is read before it is there). The target takes messages in order,
  * copies landing -> window on its stream, applies the signal once the copy
  * is done (so never before the data), and adds to our ack word; acks free
  * the landing space and complete the chunk. A get sends a message; the
@@ -113,6 +115,10 @@ typedef struct {
 typedef struct {
   uint64_t taken, donePrefix, ackPosted;
   bool done[GDA_INBOX_SLOTS];
+  /* Notified messages: announced in any order, taken in order; `arrived`
+   * is the announced prefix (the count word's counterpart). */
+  uint64_t arrived;
+  bool announced[GDA_INBOX_SLOTS];
 } gda_rx;
 
 struct cco_gda_staged {
@@ -132,7 +138,21 @@ struct cco_gda_staged {
   cco_gda_chunk* pool;
   cco_gda_chunk* freeList;
   cco_gda_chunk *readyFirst, *readyLast;
+  /* Message writes announce themselves (cco_net_write_notify): one network
+   * operation per run of messages instead of a write and, after its
+   * completion, an atomic add to the target's count word. */
+  bool notify;
 };
+
+/* A notified message write's data: the source rank, the run's length - 1
+ * and the low 32 bits of its first message number (the target knows the
+ * rest: a message in flight is within GDA_INBOX_SLOTS of what it took). */
+#define NOTE_RANK_SHIFT 40
+#define NOTE_RUN_SHIFT 32
+#define NOTE_MAX_RANKS (1 << 24)
+static uint64_t note_encode(int rank, uint64_t msg, uint32_t run) {
+  return ((uint64_t)rank << NOTE_RANK_SHIFT) | ((uint64_t)(run - 1) << NOTE_RUN_SHIFT) | (msg & 0xffffffffu);
+}
 
 /* ------------------------------------------------------------ allocators */
 
@@ -423,8 +443,13 @@ static int post_ready(cco_gda_proxy* px) {
            x = x->next)
         c->run++;
       uint64_t src = s->msgOutOff + ((uint64_t)c->peer * GDA_INBOX_SLOTS + c->msg % GDA_INBOX_SLOTS) * sizeof(gda_msg);
-      res = cco_net_write(px->net, c->peer, s->mem + src, s->mr, c->run * sizeof(gda_msg), s->rkeys[c->peer],
-                          inbox_slot(s, px->rank, c->msg), CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_MSG));
+      if (s->notify)
+        res = cco_net_write_notify(px->net, c->peer, s->mem + src, s->mr, c->run * sizeof(gda_msg), s->rkeys[c->peer],
+                                   inbox_slot(s, px->rank, c->msg), note_encode(px->rank, c->msg, c->run),
+                                   CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_MSG));
+      else
+        res = cco_net_write(px->net, c->peer, s->mem + src, s->mr, c->run * sizeof(gda_msg), s->rkeys[c->peer],
+                            inbox_slot(s, px->rank, c->msg), CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_MSG));
     } else { /* ST_SEND_REPLY */
       res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
                           s->replyOff + c->m.zoneOff, CCO_GDA_TAG(c, CCO_GDA_TAG_REPLY));
@@ -517,11 +542,38 @@ static bool rx_check(cco_gda_proxy* px, int source, const gda_msg* m, uint64_t b
   return false;
 }
 
+/* Messages of `source` in our inbox: its count word, or the announced
+ * prefix of its notified writes (a source uses one or the other; the unused
+ * one stays 0, the probes add 0). */
+static uint64_t rx_ready(cco_gda_staged* s, int source) {
+  uint64_t count = __atomic_load_n((uint64_t*)(s->mem + s->countOff) + source, __ATOMIC_ACQUIRE);
+  return count > s->rx[source].arrived ? count : s->rx[source].arrived;
+}
+
+void cco_gda_staged_on_notify(cco_gda_proxy* px, uint64_t data) {
+  cco_gda_staged* s = px->staged;
+  int source = (int)(data >> NOTE_RANK_SHIFT);
+  uint32_t run = (uint32_t)((data >> NOTE_RUN_SHIFT) & 0xff) + 1;
+  if (!s || source >= px->nRanks) {
+    cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInternalError, CCO_SUBSYS_GDA,
+                                     "rank %d: a notified write names rank %d, outside this communicator%s", px->rank,
+                                     source, s ? "" : " (the direct path expects none)"));
+    return;
+  }
+  gda_rx* r = &s->rx[source];
+  uint64_t first = r->arrived + (uint32_t)((uint32_t)data - (uint32_t)r->arrived);
+  for (uint32_t i = 0; i < run; i++) r->announced[(first + i) % GDA_INBOX_SLOTS] = true;
+  while (r->announced[r->arrived % GDA_INBOX_SLOTS]) {
+    r->announced[r->arrived % GDA_INBOX_SLOTS] = false;
+    r->arrived++;
+  }
+}
+
 /* Takes the source's new messages in order; returns how many. */
 static int take_inbox(cco_gda_proxy* px, int source) {
   cco_gda_staged* s = px->staged;
   gda_rx* r = &s->rx[source];
-  uint64_t count = __atomic_load_n((uint64_t*)(s->mem + s->countOff) + source, __ATOMIC_ACQUIRE);
+  uint64_t count = rx_ready(s, source);
   int n = 0;
   while (r->taken != count) {
     const gda_msg* m = (const gda_msg*)(s->mem + inbox_slot(s, source, r->taken));
@@ -669,7 +721,7 @@ void cco_gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResu
       for (uint32_t i = 0, run = c->run; i < run; i++) {
         cco_gda_chunk* x = t->meta[(c->msg + i) % GDA_INBOX_SLOTS];
         x->state = ST_WRITTEN;
-        t->written[(c->msg + i) % GDA_INBOX_SLOTS] = true;
+        t->written[(c->msg + i) % GDA_INBOX_SLOTS] = !s->notify; /* notified: nothing to publish */
       }
       break;
     }
@@ -699,8 +751,8 @@ bool cco_gda_staged_idle(cco_gda_proxy* px) {
   cco_gda_staged* s = px->staged;
   if (s->txq.first || s->rxq.first || s->readyFirst) return false;
   for (int p = 0; p < px->nRanks; p++) {
-    uint64_t count = __atomic_load_n((uint64_t*)(s->mem + s->countOff) + p, __ATOMIC_ACQUIRE);
-    if (s->tx[p].ackSeen != s->tx[p].msgSeq || s->rx[p].taken != count || s->rx[p].donePrefix != s->rx[p].ackPosted)
+    if (s->tx[p].ackSeen != s->tx[p].msgSeq || s->rx[p].taken != rx_ready(s, p) ||
+        s->rx[p].donePrefix != s->rx[p].ackPosted)
       return false;
   }
   return true;
@@ -771,14 +823,16 @@ ccoResult_t cco_gda_staged_create(cco_gda_proxy* px) {
   cco_net_rkey mine;
   CCO_CHECK(cco_net_mr_reg(px->net, s->mem, s->memBytes, CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE, &s->mr, &mine));
   s->rkeys[px->rank] = mine;
+  s->notify = cco_net_can_notify(px->net) && px->nRanks <= NOTE_MAX_RANKS;
   /* The proxy applies signal adds with a kernel of the platform's: loaded
    * here, since the proxy's first add may come while a kernel waits for it
    * (on the H200, a put+signal ring between two hosts replayed in a graph
    * hung in that load). */
   if (p->ops->add_value_prepare) CCO_CHECK(p->ops->add_value_prepare(p));
-  CCO_INFO(GDA, "rank %d: staged GDA path: %.1f MiB pinned (landing %llu KiB per source, chunk %llu KiB)",
+  CCO_INFO(GDA, "rank %d: staged GDA path: %.1f MiB pinned (landing %llu KiB per source, chunk %llu KiB), "
+           "messages announced by %s",
            px->rank, (double)s->memBytes / 1048576.0, (unsigned long long)(s->landBytes >> 10),
-           (unsigned long long)(s->chunk >> 10));
+           (unsigned long long)(s->chunk >> 10), s->notify ? "their writes" : "count adds");
   /* Kernels that wait for GDA traffic here (the collectives across hosts,
    * GDA waits) need this thread's driver calls to go through while they
    * run; a lazy first launch elsewhere in the process blocks them until the

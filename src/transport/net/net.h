@@ -48,9 +48,13 @@ typedef struct {
 } cco_net_rkey;
 
 typedef struct {
-  void* context;      /* the caller's context of the completed operation */
+  void* context;      /* the caller's context of the completed operation; NULL for a notification */
   ccoResult_t result; /* ccoSuccess, or ccoNetError / ccoRemoteError with a logged detail */
-  int peer;           /* the peer of the operation */
+  int peer;           /* the peer of the operation; -1 for a notification */
+  /* 1: not an operation of ours but a peer's cco_net_write_notify that
+   * arrived here, its bytes placed; data is the value the peer gave it. */
+  int notify;
+  uint64_t data;
 } cco_net_completion;
 
 typedef enum {
@@ -105,6 +109,16 @@ ccoResult_t cco_net_write(cco_net* net, int peer, const void* src, cco_net_mr* m
                           cco_net_rkey rkey, uint64_t remoteOff, void* context);
 ccoResult_t cco_net_read(cco_net* net, int peer, void* dst, cco_net_mr* mr, size_t size,
                          cco_net_rkey rkey, uint64_t remoteOff, void* context);
+/* Whether cco_net_write_notify can be posted: the provider carries 8 bytes
+ * of remote completion data with a write (FI_REMOTE_CQ_DATA), and
+ * CCO_NET_NOTIFY is not 0. */
+int cco_net_can_notify(const cco_net* net);
+/* A write whose target learns of it: the target's cco_net_progress reports
+ * a completion with notify = 1 and data = `data` once the bytes are placed
+ * (at most cco_net_max_msg bytes; 0 is allowed). The initiator gets its
+ * usual completion. ccoUnsupported where cco_net_can_notify is 0. */
+ccoResult_t cco_net_write_notify(cco_net* net, int peer, const void* src, cco_net_mr* mr, size_t size,
+                                 cco_net_rkey rkey, uint64_t remoteOff, uint64_t data, void* context);
 /* 64-bit unsigned atomic add at the target (remoteOff 8-byte aligned). */
 ccoResult_t cco_net_atomic_add(cco_net* net, int peer, uint64_t value, cco_net_rkey rkey,
                                uint64_t remoteOff, void* context);

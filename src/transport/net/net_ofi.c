@@ -60,6 +60,11 @@ ccoResult_t cco_net_read(cco_net* net, int peer, void* dst, cco_net_mr* mr, size
                          cco_net_rkey rkey, uint64_t remoteOff, void* context) {
   return ccoInvalidUsage;
 }
+int cco_net_can_notify(const cco_net* net) { return 0; }
+ccoResult_t cco_net_write_notify(cco_net* net, int peer, const void* src, cco_net_mr* mr, size_t size,
+                                 cco_net_rkey rkey, uint64_t remoteOff, uint64_t data, void* context) {
+  return ccoInvalidUsage;
+}
 ccoResult_t cco_net_atomic_add(cco_net* net, int peer, uint64_t value, cco_net_rkey rkey,
                                uint64_t remoteOff, void* context) {
   return ccoInvalidUsage;
@@ -129,6 +134,7 @@ struct cco_net {
   int hmemDevice;     /* CUDA device of FI_HMEM registrations */
   uint32_t tclassAsked; /* the traffic class in the hints it was opened with; 0: none */
   size_t maxMsg;
+  int canNotify; /* cco_net_can_notify */
   cco_net_op* ops; /* the pool */
   cco_net_op* freeOps;
   cco_net_mr* opsMr; /* the pool registered, for atomic operands under FI_MR_LOCAL */
@@ -313,7 +319,8 @@ ccoResult_t cco_net_open(const cco_net_config* config, cco_net** out) {
   OFI_TRY(fi_domain(net->fabric, info, &net->domain, NULL), "fi_domain");
   /* One CQ for everything: fi_cq_read on it is also what drives manual
    * progress, on both the initiator and the target side. */
-  struct fi_cq_attr cqAttr = {.format = FI_CQ_FORMAT_CONTEXT, .size = 2 * info->tx_attr->size};
+  /* The data format: a peer's write_notify arrives as an entry with its data. */
+  struct fi_cq_attr cqAttr = {.format = FI_CQ_FORMAT_DATA, .size = 2 * info->tx_attr->size};
   OFI_TRY(fi_cq_open(net->domain, &cqAttr, &net->cq, NULL), "fi_cq_open");
   struct fi_av_attr avAttr = {.type = FI_AV_TABLE};
   OFI_TRY(fi_av_open(net->domain, &avAttr, &net->av, NULL), "fi_av_open");
@@ -352,6 +359,7 @@ ccoResult_t cco_net_open(const cco_net_config* config, cco_net** out) {
   size_t maxMsg = info->ep_attr->max_msg_size;
   int64_t cap = cco_env_int(CCO_ENV_ID_CCO_NET_MAX_MSG);
   net->maxMsg = cap > 0 && (uint64_t)cap < maxMsg ? (size_t)cap : maxMsg;
+  net->canNotify = info->domain_attr->cq_data_size >= sizeof(uint64_t) && cco_env_bool(CCO_ENV_ID_CCO_NET_NOTIFY);
 
   char modes[128] = "";
   static const struct { uint64_t bit; const char* name; } bits[] = {
@@ -363,12 +371,12 @@ ccoResult_t cco_net_open(const cco_net_config* config, cco_net** out) {
       strcat(modes, bits[i].name);
     }
   snprintf(net->describe, sizeof(net->describe),
-           "libfabric %u.%u provider %s fabric %s domain %s mr_mode %s writes %s max_msg %zu tclass "
+           "libfabric %u.%u provider %s fabric %s domain %s mr_mode %s writes %s%s max_msg %zu tclass "
            "asked 0x%x reported 0x%x",
            FI_MAJOR(api->version()), FI_MINOR(api->version()), info->fabric_attr->prov_name,
            info->fabric_attr->name, info->domain_attr->name, modes[0] ? modes : "none",
            (net->postFlags & FI_DELIVERY_COMPLETE) ? "delivery-complete" : "transmit-complete, atomics fenced",
-           net->maxMsg, net->tclassAsked, info->tx_attr->tclass);
+           net->canNotify ? " notify" : "", net->maxMsg, net->tclassAsked, info->tx_attr->tclass);
   CCO_INFO(NET, "network engine: %s", net->describe);
   *out = net;
   return ccoSuccess;
@@ -560,8 +568,10 @@ static ccoResult_t local_desc(cco_net* net, cco_net_mr* mr, const void* buf, siz
   return ccoSuccess;
 }
 
+/* A read (write = 0), a write (1), or a write that notifies its target
+ * with `data` (2). */
 static ccoResult_t rma(cco_net* net, int write, int peer, void* buf, cco_net_mr* mr, size_t size,
-                       cco_net_rkey rkey, uint64_t remoteOff, void* context) {
+                       cco_net_rkey rkey, uint64_t remoteOff, uint64_t data, void* context) {
   void* desc = NULL;
   fi_addr_t addr = FI_ADDR_NOTAVAIL;
   cco_net_op* op = NULL;
@@ -575,9 +585,12 @@ static ccoResult_t rma(cco_net* net, int write, int peer, void* buf, cco_net_mr*
   struct iovec iov = {buf, size};
   struct fi_rma_iov riov = {rkey.base + remoteOff, size, rkey.key};
   struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = addr,
-                           .rma_iov = &riov, .rma_iov_count = 1, .context = op};
-  /* postFlags on writes: FI_DELIVERY_COMPLETE, so the completion means placed. */
-  uint64_t writeFlags = net->postFlags & FI_DELIVERY_COMPLETE;
+                           .rma_iov = &riov, .rma_iov_count = 1, .context = op, .data = data};
+  /* postFlags on writes: FI_DELIVERY_COMPLETE, so the completion means placed.
+   * A notified write is a signal too: where FI_FENCE stands in for delivery
+   * complete, it is fenced like the atomics, so that its notification never
+   * comes before the writes posted ahead of it. */
+  uint64_t writeFlags = write == 2 ? net->postFlags | FI_REMOTE_CQ_DATA : net->postFlags & FI_DELIVERY_COMPLETE;
   NET_DATA_BEGIN();
   ssize_t rc = write ? fi_writemsg(net->ep, &msg, FI_COMPLETION | writeFlags)
                      : fi_readmsg(net->ep, &msg, FI_COMPLETION);
@@ -587,12 +600,22 @@ static ccoResult_t rma(cco_net* net, int write, int peer, void* buf, cco_net_mr*
 
 ccoResult_t cco_net_write(cco_net* net, int peer, const void* src, cco_net_mr* mr, size_t size,
                           cco_net_rkey rkey, uint64_t remoteOff, void* context) {
-  return rma(net, 1, peer, (void*)src, mr, size, rkey, remoteOff, context);
+  return rma(net, 1, peer, (void*)src, mr, size, rkey, remoteOff, 0, context);
+}
+
+int cco_net_can_notify(const cco_net* net) { return net && net->canNotify; }
+
+ccoResult_t cco_net_write_notify(cco_net* net, int peer, const void* src, cco_net_mr* mr, size_t size,
+                                 cco_net_rkey rkey, uint64_t remoteOff, uint64_t data, void* context) {
+  if (net && !net->canNotify)
+    return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_NET, "provider %s carries no remote completion data%s",
+                     net->info->fabric_attr->prov_name, cco_env_bool(CCO_ENV_ID_CCO_NET_NOTIFY) ? "" : " (CCO_NET_NOTIFY=0)");
+  return rma(net, 2, peer, (void*)src, mr, size, rkey, remoteOff, data, context);
 }
 
 ccoResult_t cco_net_read(cco_net* net, int peer, void* dst, cco_net_mr* mr, size_t size,
                          cco_net_rkey rkey, uint64_t remoteOff, void* context) {
-  return rma(net, 0, peer, dst, mr, size, rkey, remoteOff, context);
+  return rma(net, 0, peer, dst, mr, size, rkey, remoteOff, 0, context);
 }
 
 static ccoResult_t atomic_add(cco_net* net, int peer, uint64_t value, uint64_t* result, cco_net_mr* resultMr,
@@ -673,7 +696,7 @@ static int read_error(cco_net* net, cco_net_completion* out) {
     CCO_TRACE(NET, "operation to peer %d failed: %s (provider: %s)", op->peer, fi_err(net, err.err),
               prov ? prov : "no detail");
   }
-  *out = (cco_net_completion){op->context, gone ? ccoRemoteError : ccoNetError, op->peer};
+  *out = (cco_net_completion){op->context, gone ? ccoRemoteError : ccoNetError, op->peer, 0, 0};
   op_free(net, op);
   return 1;
 }
@@ -682,7 +705,7 @@ ccoResult_t cco_net_progress(cco_net* net, cco_net_completion* out, int max, int
   if (!net || !out || max < 1 || !count)
     return cco_error(NULL, ccoInvalidArgument, CCO_SUBSYS_NET, "cco_net_progress: bad arguments");
   int n = 0;
-  struct fi_cq_entry entries[CQ_BATCH];
+  struct fi_cq_data_entry entries[CQ_BATCH];
   /* Always read, even with nothing in flight: with manual progress this call
    * is what moves the data peers write into our memory. */
   while (n < max) {
@@ -700,8 +723,12 @@ ccoResult_t cco_net_progress(cco_net* net, cco_net_completion* out, int max, int
       return cco_error(NULL, ccoNetError, CCO_SUBSYS_NET, "fi_cq_read: %s", fi_err(net, (int)got));
     }
     for (ssize_t i = 0; i < got; i++) {
+      if (entries[i].flags & FI_REMOTE_CQ_DATA) { /* a peer's write_notify landed here */
+        out[n++] = (cco_net_completion){NULL, ccoSuccess, -1, 1, entries[i].data};
+        continue;
+      }
       cco_net_op* op = entries[i].op_context;
-      out[n++] = (cco_net_completion){op->context, ccoSuccess, op->peer};
+      out[n++] = (cco_net_completion){op->context, ccoSuccess, op->peer, 0, 0};
       op_free(net, op);
     }
     if ((size_t)got < want) break;

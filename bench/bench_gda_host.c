@@ -1,0 +1,211 @@
+/*
+ * GDA between CPU ranks (host platform): what the proxy's protocol costs on
+ * the network engine, without a GPU. Two ranks, one per virtual host, each
+ * figure next to the raw engine's in the same run:
+ *
+ *   CCO_GDA_PATH=staged ccorun -n 2 --virtual-hosts 2 cco-bench-gda-host [-b 8] [-e 64K] [-f 8] [-n N] [-w N]
+ *
+ * - latency (op gda_host_latency): put + signal ping-pong between the ranks'
+ *   main threads (an 8-byte put is a put-value), half round trip in us, per
+ *   size, against a write ping-pong of the raw engine of the same size
+ *   between the same processes (the engine cco's proxy drives, same
+ *   provider). On the staged path (the GPUs' path) a put is a message and,
+ *   above 8 bytes, a landing-zone write before it; CCO_NET_NOTIFY=0 turns
+ *   off the notified message writes (docs/gda.md) for an A/B.
+ *
+ * One JSON line per measurement (bench_json.h); "path" says which GDA path
+ * ran, "notify" whether the engine offered notified writes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_args.h"
+#include "bench_json.h"
+#include "cco/cco.h"
+#include "cco/cco_device.h"
+#include "cco/cco_gda.h"
+#include "transport/net/net.h"
+
+#define OK(call)                                                                                              \
+  do {                                                                                                        \
+    ccoResult_t r_ = (call);                                                                                  \
+    if (r_ != ccoSuccess) {                                                                                   \
+      fprintf(stderr, "cco-bench-gda-host: %s: %s (%s)\n", #call, ccoGetErrorString(r_), ccoGetLastError(NULL)); \
+      exit(1);                                                                                                \
+    }                                                                                                         \
+  } while (0)
+
+static ccoComm* comm;
+static int rank;
+static const char* const kOps[] = {"latency", NULL};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------- raw engine */
+
+typedef struct {
+  cco_net* net;
+  cco_net_mr* mr;
+  char* buf; /* source [0, max), destination [max, 2 max), flag after */
+  size_t max;
+  cco_net_rkey peerKey;
+} raw_engine;
+
+static void raw_open(raw_engine* r, size_t max) {
+  cco_net_config cfg;
+  cco_net_config_from_env(&cfg);
+  OK(cco_net_open(&cfg, &r->net));
+  r->max = max;
+  size_t bytes = 2 * max + 4096;
+  r->buf = aligned_alloc(4096, bytes);
+  memset(r->buf, 0, bytes);
+  cco_net_rkey mine;
+  OK(cco_net_mr_reg(r->net, r->buf, bytes, CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE, &r->mr, &mine));
+  struct {
+    uint8_t addr[CCO_NET_ADDR_MAX];
+    cco_net_rkey key;
+  } hello[2];
+  OK(cco_net_local_addr(r->net, hello[rank].addr));
+  hello[rank].key = mine;
+  OK(ccoBootstrapAllGather(comm, &hello[rank], hello, sizeof(hello[0])));
+  uint8_t addrs[2 * CCO_NET_ADDR_MAX];
+  memcpy(addrs, hello[0].addr, CCO_NET_ADDR_MAX);
+  memcpy(addrs + CCO_NET_ADDR_MAX, hello[1].addr, CCO_NET_ADDR_MAX);
+  OK(cco_net_connect(r->net, 2, addrs));
+  r->peerKey = hello[1 - rank].key;
+}
+
+static void raw_close(raw_engine* r) {
+  cco_net_mr_dereg(r->net, r->mr);
+  cco_net_close(r->net);
+  free(r->buf);
+}
+
+/* Write ping-pong of `bytes` (the last 8 carry the round number, which the
+ * receiver polls); half round trip in us. */
+static double raw_latency(raw_engine* r, size_t bytes, int iters, int warm) {
+  size_t size = bytes < 8 ? 8 : bytes;
+  volatile uint64_t* mine = (volatile uint64_t*)(r->buf + r->max + size - 8);
+  uint64_t* src = (uint64_t*)(r->buf + size - 8);
+  cco_net_completion c[64];
+  int n = 0;
+  OK(ccoBarrierAll(comm));
+  double t0 = now_s();
+  for (int i = 1; i <= warm + iters; i++) {
+    if (i == warm + 1) t0 = now_s();
+    if (rank == 1)
+      while (*mine != (uint64_t)i) cco_net_progress(r->net, c, 64, &n);
+    *src = (uint64_t)i;
+    while (cco_net_write(r->net, 1 - rank, r->buf, r->mr, size, r->peerKey, r->max, NULL) == CCO_NET_BUSY)
+      cco_net_progress(r->net, c, 64, &n);
+    if (rank == 0)
+      while (*mine != (uint64_t)i) cco_net_progress(r->net, c, 64, &n);
+  }
+  double us = (now_s() - t0) / iters / 2 * 1e6;
+  for (int k = 0; k < 1000; k++) cco_net_progress(r->net, c, 64, &n); /* our last write's completion */
+  OK(ccoBarrierAll(comm));
+  memset(r->buf + r->max, 0, size);
+  OK(ccoBarrierAll(comm));
+  return us;
+}
+
+/* -------------------------------------------------------------------- GDA */
+
+/* Put + signal ping-pong through GDA from this thread; half round trip in
+ * us, or a negative value when a wait failed. Signal 0 counts the rounds. */
+static double gda_latency(ccoDevComm* dc, ccoWindow_t win, size_t bytes, int iters, int warm) {
+  ccoGda g = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
+  ccoGdaResetSignal(&g, 0);
+  OK(ccoBarrierAll(comm));
+  int peer = 1 - rank, first = rank == 0;
+  double t0 = now_s();
+  for (int i = 0; i < warm + iters; i++) {
+    if (i == warm) t0 = now_s();
+    if (!first && ccoGdaWaitSignal(&g, 0, (uint64_t)i + 1, 0, ccoCoopThread) != ccoDevSuccess) return -1;
+    ccoDevStatus_t st =
+        bytes == 8 ? ccoGdaPutValue(&g, peer, win, 0, (uint64_t)i, 8, ccoGdaSigInc(0), CCO_GDA_NO_COUNTER,
+                                    ccoCoopThread, ccoGdaThreadAggregate)
+                   : ccoGdaPut(&g, peer, win, 0, win, bytes, bytes, ccoGdaSigInc(0), CCO_GDA_NO_COUNTER,
+                               ccoCoopThread, ccoGdaThreadAggregate);
+    if (st != ccoDevSuccess) return -1;
+    if (first && ccoGdaWaitSignal(&g, 0, (uint64_t)i + 1, 0, ccoCoopThread) != ccoDevSuccess) return -1;
+  }
+  double us = (now_s() - t0) / iters / 2 * 1e6;
+  if (ccoGdaFlush(&g, ccoCoopThread) != ccoDevSuccess) return -1;
+  OK(ccoBarrierAll(comm));
+  return us;
+}
+
+int main(int argc, char** argv) {
+  bench_args a = {0};
+  a.program = "cco-bench-gda-host";
+  a.about = "GDA between CPU ranks (host platform): put + signal ping-pong beside the raw network engine "
+            "(ccorun -n 2 --virtual-hosts 2; CCO_GDA_PATH=staged for the GPUs' path).";
+  a.takes = BENCH_TAKES_SIZES | BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
+  a.ops = kOps;
+  a.sizeAlign = 8;
+  a.sizeMax = 1u << 20;
+  a.defaults = "latency: -b 8 -e 64K -f 8, -n 2000 -w 200";
+  int rc = bench_args_parse(&a, argc, argv);
+  if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
+  bench_sweep sw = bench_args_sweep(&a, 8, 64 * 1024, 8);
+  int iters = (int)bench_args_iters(&a, 2000), warm = (int)bench_args_warmup(&a, 200);
+
+  OK(ccoCommCreateFromEnv(0, &comm));
+  int size = 0, nodes = 0;
+  ccoCommRank(comm, &rank);
+  ccoCommSize(comm, &size);
+  ccoCommNodeCount(comm, &nodes);
+  if (size != 2 || nodes != 2) {
+    fprintf(stderr, "cco-bench-gda-host: run with 2 ranks on 2 hosts (ccorun -n 2 --virtual-hosts 2)\n");
+    ccoCommDestroy(comm);
+    return 2;
+  }
+  void* local = NULL;
+  ccoWindow_t win;
+  OK(ccoWindowRegisterAlloc(comm, 2 * sw.max, &win, &local));
+  ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.gdaConnectionType = ccoGdaConnectionCrossNode;
+  reqs.gdaSignalCount = 1;
+  ccoDevComm dc;
+  OK(ccoDevCommCreate(comm, &reqs, &dc));
+  raw_engine raw;
+  raw_open(&raw, sw.max);
+  const char* path = getenv("CCO_GDA_PATH") && getenv("CCO_GDA_PATH")[0] ? getenv("CCO_GDA_PATH") : "auto";
+  const char* provider = getenv("CCO_NET_PROVIDER") && getenv("CCO_NET_PROVIDER")[0] ? getenv("CCO_NET_PROVIDER")
+                                                                                      : "tcp;ofi_rxm";
+  int failed = 0;
+  for (unsigned long long bytes = sw.min; bytes && bytes <= sw.max; bytes = bench_sweep_next(&sw, bytes)) {
+    double gda = gda_latency(&dc, win, (size_t)bytes, iters, warm);
+    double ref = raw_latency(&raw, (size_t)bytes, iters, warm);
+    if (gda < 0) {
+      fprintf(stderr, "rank %d: a GDA wait or post failed at %llu bytes\n", rank, bytes);
+      failed = 1;
+      break;
+    }
+    if (rank == 0) {
+      bench_line l;
+      bench_line_start(&l, "gda_host", "gda_host_latency", (long long)bytes, size, iters);
+      bench_line_str(&l, "provider", provider);
+      bench_line_str(&l, "path", path);
+      bench_line_int(&l, "notify", cco_net_can_notify(raw.net));
+      bench_line_emit(&l, "us", gda, NULL);
+      bench_line_emit(&l, "us", ref, "raw_engine");
+    }
+  }
+  OK(ccoBarrierAll(comm));
+  raw_close(&raw);
+  ccoResult_t asyncErr = ccoSuccess;
+  ccoCommGetAsyncError(comm, &asyncErr);
+  if (asyncErr != ccoSuccess) fprintf(stderr, "rank %d: async error %s\n", rank, ccoGetErrorString(asyncErr));
+  OK(ccoDevCommDestroy(comm, &dc));
+  OK(ccoWindowDeregister(comm, win));
+  OK(ccoCommDestroy(comm));
+  return failed || asyncErr != ccoSuccess;
+}
