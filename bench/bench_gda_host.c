@@ -62,8 +62,12 @@ static void raw_open(raw_engine* r, size_t max) {
   cco_net_config_from_env(&cfg);
   OK(cco_net_open(&cfg, &r->net));
   r->max = max;
-  size_t bytes = 2 * max + 4096;
+  size_t bytes = (2 * max + 4096 + 4095) & ~(size_t)4095; /* aligned_alloc wants a multiple of the alignment */
   r->buf = aligned_alloc(4096, bytes);
+  if (!r->buf) {
+    fprintf(stderr, "cco-bench-gda-host: no memory for %zu bytes\n", bytes);
+    exit(1);
+  }
   memset(r->buf, 0, bytes);
   cco_net_rkey mine;
   OK(cco_net_mr_reg(r->net, r->buf, bytes, CCO_NET_ACCESS_LOCAL | CCO_NET_ACCESS_REMOTE, &r->mr, &mine));

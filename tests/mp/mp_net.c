@@ -39,6 +39,9 @@
  * Killed peer (2 ranks): rank 1 is SIGKILLed while rank 0 keeps 32 writes of
  * 64 KiB in flight to it; rank 0 must get an error completion (or an error
  * from a post) within KILL_BOUND_S, never hang; it prints how long it took.
+ * Signal handlers: a process with its own SIGTERM handler opens the engine
+ * and finds it, and the default crash handlers, still in place; its abort()
+ * ends it by SIGABRT.
  * Also, in rank 0: cco_net_open with a provider that does not exist returns
  * ccoUnsupported naming it, a domain filter that matches nothing likewise.
  *
@@ -614,6 +617,41 @@ static int run(int nRanks, mp_rank_fn fn, const char* what, int expectKilled) {
   return failed;
 }
 
+/* Loading libfabric must leave the process's signal handlers alone (the
+ * PSM libraries it pulls in install their own, ofi_loader.c restores them):
+ * a child with its own SIGTERM handler opens the engine, finds that handler
+ * and the default ones of the crash signals in place, then aborts, and must
+ * die of SIGABRT (with the PSM handler it exited with status 1, and spun
+ * forever under AddressSanitizer). Returns 0 when it did. */
+static void on_term(int sig) { (void)sig; }
+
+static int crash_case(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(60);
+    signal(SIGTERM, on_term);
+    cco_net* net = NULL;
+    if (!MP_OK(engine_open(&net))) _exit(3);
+    static const int crash[] = {SIGINT, SIGILL, SIGABRT, SIGBUS, SIGSEGV};
+    struct sigaction now;
+    int bad = sigaction(SIGTERM, NULL, &now) || now.sa_handler != on_term;
+    for (size_t i = 0; i < sizeof(crash) / sizeof(crash[0]); i++)
+      bad += sigaction(crash[i], NULL, &now) || now.sa_handler != SIG_DFL;
+    if (bad) {
+      fprintf(stderr, "FAIL crash case: %d signal handlers changed by the engine's open\n", bad);
+      _exit(4);
+    }
+    abort();
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid) return 1;
+  int ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
+  printf("  crash after the engine's open: %s\n",
+         ok ? "the handlers were the process's own, abort() ended it by SIGABRT" : "FAILED");
+  if (!ok && WIFEXITED(st)) printf("  (the child exited with status %d instead)\n", WEXITSTATUS(st));
+  return !ok;
+}
+
 int main(void) {
   setenv("CCO_NET_MAX_MSG", "1048576", 1); /* so 3.5 MiB writes are split */
   if (!mp_net_opens_in_child("mp_net: did not run")) {
@@ -626,6 +664,7 @@ int main(void) {
   failed += run(2, rank_main, "mp_net: 2 ranks", 0);
   failed += run(4, rank_main, "mp_net: 4 ranks", 0);
   failed += run(2, kill_main, "mp_net: killed peer", 1);
+  failed += crash_case();
   printf("mp_net: %s\n", failed ? "FAILED" : "all passed");
   return failed ? 1 : 0;
 }
