@@ -78,6 +78,10 @@
     "how GDA reaches window memory: direct (the network engine registers it; host memory, " \
     "or a provider with FI_HMEM), staged (pinned bounce buffers and copies at both ends), " \
     "or auto (direct on the host platform, staged on GPUs)")                                \
+  X(CCO_GDA_INLINE_BYTES, NULL, INT, "2048", GDA, NULL,                                     \
+    "staged GDA path: puts of at most this many bytes travel inside the target's inbox, "  \
+    "behind their message (one network write, no landing zone); 0..4096, 0 turns it off"  \
+    " (ranks may differ)")                                                                  \
   X(CCO_GDA_STAGING_BYTES, NULL, INT, "8388608", GDA, NULL,                                 \
     "staged GDA path: bytes of landing zone per source rank; the outgoing and reply areas " \
     "take twice that; chunks are a quarter of it, at most 1 MiB (every rank must use the "  \

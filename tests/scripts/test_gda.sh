@@ -10,9 +10,10 @@
 #  - the traffic class of the requirements in the engine's hints, and a
 #    second device communicator with another class refused;
 #  - the staged path with the smallest staging area (64 KiB landing zones,
-#    16 KiB chunks): large transfers wait for landing space; its messages
-#    announced by their own writes (notified writes, tcp;ofi_rxm), and again
-#    by count adds (CCO_NET_NOTIFY=0);
+#    16 KiB chunks): large transfers wait for landing space; puts of up to
+#    4 KiB inline (inside the inbox); its messages announced by their own
+#    writes (notified writes, tcp;ofi_rxm); again with neither inline puts
+#    nor notified writes (count adds); a bad CCO_GDA_INLINE_BYTES refused;
 #  - one host: FULL with 2 ranks (both paths); CROSSNODE there, and NONE on two
 #    hosts, give dc.gda == 0 and ccoDevUnsupported everywhere;
 #  - a dead peer: a whole host SIGKILLed while the other streams puts to it
@@ -173,12 +174,19 @@ if want transfers; then
   }
   notify=1 what="their writes"
   [ "${CCO_NET_PROVIDER:-tcp;ofi_rxm}" = "tcp;ofi_rxm" ] || notify=0 what="count adds"
-  check "2 hosts x 2 ranks, staged path, 64 KiB staging area, messages announced by $what, full" \
-    announced_by "$what" $notify CCO_GDA_STAGING_BYTES=65536
+  check "2 hosts x 2 ranks, staged path, 64 KiB staging area, puts inline up to 4096 bytes, messages announced by $what, full" \
+    announced_by "$what" $notify CCO_GDA_STAGING_BYTES=65536 CCO_GDA_INLINE_BYTES=4096
   show '^(get|sad: rank 0|flood):'
-  check "2 hosts x 2 ranks, staged path, messages announced by count adds (CCO_NET_NOTIFY=0), full" \
-    announced_by "count adds" 0
+  check "2 hosts x 2 ranks, staged path, no inline puts, messages announced by count adds (CCO_NET_NOTIFY=0), full" \
+    announced_by "count adds" 0 CCO_GDA_INLINE_BYTES=0
   show '^(get|sad: rank 0|flood):'
+  # A bad inline limit fails the device communicator's creation, naming it.
+  bad_inline() {
+    ! hosts 2 1 CCO_GDA_PATH=staged CCO_GDA_INLINE_BYTES=5000 -- --conn crossnode &&
+      grep -q 'CCO_GDA_INLINE_BYTES=5000: must be in 0..4096' "$tmp/all.out"
+  }
+  check "CCO_GDA_INLINE_BYTES=5000 refused at ccoDevCommCreate" bad_inline
+  show 'CCO_GDA_INLINE_BYTES'
   check "2 hosts x 2 ranks, none: no GDA" hosts 2 2 CCO_GDA_PATH=direct -- --conn none
   show '^(conn|world barrier):'
   # reqs.gdaTrafficClass 104 (DSCP 26, in the upper six bits) reaches the

@@ -18,10 +18,12 @@
  * (a notified write: the target's engine reports it once placed) where the
  * provider carries remote completion data, and is otherwise followed by an
  * add to the target's count (each step after the previous one completed:
- * delivery complete, so nothing is read before it is there). The target takes messages in order,
- * copies landing -> window on its stream, applies the signal once the copy
- * is done (so never before the data), and adds to our ack word; acks free
- * the landing space and complete the chunk. A get sends a message; the
+ * delivery complete, so nothing is read before it is there). A small put
+ * skips the landing zone: its data is copied into the inbox slots after its
+ * message and goes with the message write (an inline put). The target takes
+ * messages in order, copies landing (or inbox) -> window on its stream,
+ * applies the signal once the copy is done (so never before the data), and
+ * adds to our ack word; acks free the landing space and complete the chunk. A get sends a message; the
  * target copies out and writes the reply, then acks; we copy the reply in.
  * Messages of one source are taken, finished and acknowledged in order.
  */
@@ -39,7 +41,12 @@
 
 #define GDA_INBOX_SLOTS 256u /* messages in flight per (source, target) */
 
-enum { MSG_PUT = 1, MSG_PUT_VALUE = 2, MSG_SIGNAL = 3, MSG_GET = 4, MSG_ADD_VALUE = 5 };
+enum { MSG_PUT = 1, MSG_PUT_VALUE = 2, MSG_SIGNAL = 3, MSG_GET = 4, MSG_ADD_VALUE = 5, MSG_PUT_INLINE = 6 };
+
+/* A small put travels inside the inbox: its message, then its data in the
+ * slots after it (one write, no landing zone, no round trip before the
+ * message). At most this many bytes (CCO_GDA_INLINE_BYTES caps it lower). */
+#define GDA_INLINE_MAX 4096u
 
 typedef struct {
   uint32_t kind;
@@ -68,14 +75,16 @@ typedef struct {
   uint32_t cap, first, count;
 } fifo_alloc;
 
-enum { CH_PUT, CH_PUT_VALUE, CH_SIGNAL, CH_GET, CH_RX_PUT, CH_RX_GET };
+enum { CH_PUT, CH_PUT_INLINE, CH_PUT_VALUE, CH_SIGNAL, CH_GET, CH_RX_PUT, CH_RX_GET };
 enum { ST_COPYING, ST_SEND_DATA, ST_DATA, ST_SEND_MSG, ST_MSG, ST_WRITTEN, ST_SEND_REPLY, ST_REPLY };
 
 typedef struct cco_gda_chunk {
   int kind, state, peer;
   bool signals; /* rx: apply the message's signal when the copy is done */
-  uint64_t msg; /* message number (ours to peer, or peer's to us) */
-  uint32_t run; /* tx: messages this chunk's message write carries (its own and the next ones) */
+  uint64_t msg; /* message number (ours to peer, or peer's to us): its first inbox slot */
+  uint32_t slots; /* inbox slots the message takes: 1, or 1 + its data's for an inline put */
+  uint32_t run;   /* tx: slots this chunk's message write carries (its own and the next messages') */
+  uint32_t runMessages; /* tx: and how many messages those are */
   cco_gda_op* op;   /* tx */
   uint64_t len;
   uint64_t outOff;  /* piece of the out area, or UINT64_MAX */
@@ -142,7 +151,11 @@ struct cco_gda_staged {
    * operation per run of messages instead of a write and, after its
    * completion, an atomic add to the target's count word. */
   bool notify;
+  uint64_t inlineMax; /* puts of at most this many bytes go inline (0: none) */
 };
+
+/* Inbox slots of an inline put of `bytes`: the message and the data after it. */
+static uint32_t inline_slots(uint64_t bytes) { return 1u + (uint32_t)((bytes + sizeof(gda_msg) - 1) / sizeof(gda_msg)); }
 
 /* A notified message write's data: the source rank, the run's length - 1
  * and the low 32 bits of its first message number (the target knows the
@@ -205,6 +218,7 @@ static cco_gda_chunk* chunk_new(cco_gda_staged* s) {
   s->freeList = c->next;
   memset(c, 0, sizeof(*c));
   c->outOff = UINT64_MAX;
+  c->slots = 1;
   return c;
 }
 
@@ -300,28 +314,44 @@ static void tx_chunk_done(cco_gda_proxy* px, cco_gda_chunk* c) {
   if (!op->outstanding && op->allSent && !op->done) cco_gda_op_complete(px, op);
 }
 
-/* A new message to `peer` (ours to fill), or NULL when its inbox is full. */
-static cco_gda_chunk* tx_open(cco_gda_proxy* px, cco_gda_op* op, int kind) {
+/* A new message of `slots` inbox slots to `peer` (ours to fill), or NULL
+ * when its inbox has no room for it. */
+static cco_gda_chunk* tx_open(cco_gda_proxy* px, cco_gda_op* op, int kind, uint32_t slots) {
   cco_gda_staged* s = px->staged;
   gda_tx* t = &s->tx[op->d.peer];
-  if (t->msgSeq - t->ackSeen >= GDA_INBOX_SLOTS) return NULL;
+  if (t->msgSeq + slots - t->ackSeen > GDA_INBOX_SLOTS) return NULL;
   cco_gda_chunk* c = chunk_new(s);
   if (!c) return NULL;
   c->kind = kind;
   c->peer = op->d.peer;
   c->op = op;
+  c->slots = slots;
   return c;
+}
+
+/* Whether an inline put of `bytes` to peer fits in its inbox's next slots
+ * without wrapping around the inbox's end (message and data are one run). */
+static bool inline_fits(cco_gda_staged* s, int peer, uint64_t bytes) {
+  return bytes && bytes <= s->inlineMax &&
+         s->tx[peer].msgSeq % GDA_INBOX_SLOTS + inline_slots(bytes) <= GDA_INBOX_SLOTS;
+}
+
+/* Message slot `msg` to peer in our outgoing copy of its inbox. */
+static uint64_t msg_out(cco_gda_staged* s, int peer, uint64_t msg) {
+  return s->msgOutOff + ((uint64_t)peer * GDA_INBOX_SLOTS + msg % GDA_INBOX_SLOTS) * sizeof(gda_msg);
 }
 
 static gda_msg* tx_commit(cco_gda_proxy* px, cco_gda_chunk* c) {
   cco_gda_staged* s = px->staged;
   gda_tx* t = &s->tx[c->peer];
-  c->msg = t->msgSeq++;
-  t->meta[c->msg % GDA_INBOX_SLOTS] = c;
-  t->written[c->msg % GDA_INBOX_SLOTS] = false;
+  c->msg = t->msgSeq;
+  t->msgSeq += c->slots;
+  for (uint32_t i = 0; i < c->slots; i++) { /* an inline put's data slots have no chunk */
+    t->meta[(c->msg + i) % GDA_INBOX_SLOTS] = i ? NULL : c;
+    t->written[(c->msg + i) % GDA_INBOX_SLOTS] = false;
+  }
   c->op->outstanding++;
-  gda_msg* m = (gda_msg*)(s->mem + s->msgOutOff +
-                          ((uint64_t)c->peer * GDA_INBOX_SLOTS + c->msg % GDA_INBOX_SLOTS) * sizeof(gda_msg));
+  gda_msg* m = (gda_msg*)(s->mem + msg_out(s, c->peer, c->msg));
   memset(m, 0, sizeof(*m));
   m->stateId = c->op->ring->st->id;
   return m;
@@ -366,13 +396,17 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
   for (;;) {
     uint64_t left = d->op == ccoGdaOpPut || d->op == ccoGdaOpGet ? d->bytes - op->issued : 0;
     uint64_t len = left < s->chunk ? left : s->chunk;
-    cco_gda_chunk* c = tx_open(px, op, d->op == ccoGdaOpPut        ? CH_PUT
-                                   : d->op == ccoGdaOpGet      ? CH_GET
-                                   : valueLike                 ? CH_PUT_VALUE
-                                                                  : CH_SIGNAL);
+    bool inl = d->op == ccoGdaOpPut && op->issued == 0 && inline_fits(s, d->peer, d->bytes);
+    cco_gda_chunk* c = tx_open(px, op,
+                               inl                         ? CH_PUT_INLINE
+                               : d->op == ccoGdaOpPut      ? CH_PUT
+                               : d->op == ccoGdaOpGet      ? CH_GET
+                               : valueLike                 ? CH_PUT_VALUE
+                                                              : CH_SIGNAL,
+                               inl ? inline_slots(len) : 1u);
     if (!c) return;
     c->len = len;
-    if (d->op == ccoGdaOpPut && len) {
+    if (d->op == ccoGdaOpPut && len && !inl) { /* inline: the data goes into the slots after the message */
       gda_tx* t = &s->tx[d->peer];
       c->zoneOff = fifo_alloc_bytes(&t->land, len);
       c->outOff = c->zoneOff == UINT64_MAX ? UINT64_MAX : fifo_alloc_bytes(&s->out, len);
@@ -390,7 +424,8 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
       c->local = d->local + op->issued;
     }
     gda_msg* m = tx_commit(px, c);
-    m->kind = d->op == ccoGdaOpPut ? MSG_PUT
+    m->kind = inl                        ? MSG_PUT_INLINE
+              : d->op == ccoGdaOpPut ? MSG_PUT
               : d->op == ccoGdaOpGet ? MSG_GET
               : d->op == ccoGdaOpPutValue ? MSG_PUT_VALUE
               : d->op == ccoGdaOpAddValue ? MSG_ADD_VALUE
@@ -407,8 +442,8 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
     }
     if (d->op == ccoGdaOpPut && len) {
       op->localLeft++;
-      ccoResult_t res = job(px, &s->txq, c, bounce(s, s->outOff + c->outOff),
-                            local_addr(px, d->local + op->issued), len);
+      uint64_t dst = inl ? bounce(s, msg_out(s, c->peer, c->msg + 1)) : bounce(s, s->outOff + c->outOff);
+      ccoResult_t res = job(px, &s->txq, c, dst, local_addr(px, d->local + op->issued), len);
       if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
     } else {
       c->state = ST_SEND_MSG;
@@ -437,12 +472,14 @@ static int post_ready(cco_gda_proxy* px) {
       /* Messages ready back to back for the same peer sit in consecutive
        * slots at both ends: one write carries the whole run (up to the
        * ring's wrap), which is what makes small ops cheap. */
-      c->run = 1;
+      uint32_t messages = 1;
+      c->run = c->slots;
       for (cco_gda_chunk* x = c->next; x && x->state == ST_SEND_MSG && x->peer == c->peer && x->msg == c->msg + c->run &&
                                    x->msg % GDA_INBOX_SLOTS != 0;
            x = x->next)
-        c->run++;
-      uint64_t src = s->msgOutOff + ((uint64_t)c->peer * GDA_INBOX_SLOTS + c->msg % GDA_INBOX_SLOTS) * sizeof(gda_msg);
+        c->run += x->slots, messages++;
+      c->runMessages = messages;
+      uint64_t src = msg_out(s, c->peer, c->msg);
       if (s->notify)
         res = cco_net_write_notify(px->net, c->peer, s->mem + src, s->mr, c->run * sizeof(gda_msg), s->rkeys[c->peer],
                                    inbox_slot(s, px->rank, c->msg), note_encode(px->rank, c->msg, c->run),
@@ -455,7 +492,7 @@ static int post_ready(cco_gda_proxy* px) {
                           s->replyOff + c->m.zoneOff, CCO_GDA_TAG(c, CCO_GDA_TAG_REPLY));
     }
     if (cco_gda_post_result(px, c->peer, res) == CCO_NET_BUSY) break;
-    uint32_t taken = c->state == ST_SEND_MSG ? c->run : 1;
+    uint32_t taken = c->state == ST_SEND_MSG ? c->runMessages : 1;
     int next = c->state == ST_SEND_DATA ? ST_DATA : c->state == ST_SEND_MSG ? ST_MSG : ST_REPLY;
     for (uint32_t i = 0; i < taken; i++) { /* the run's chunks leave the ready list together */
       cco_gda_chunk* x = s->readyFirst;
@@ -509,6 +546,7 @@ static int take_acks(cco_gda_proxy* px) {
     for (; t->ackSeen != acked && t->ackSeen != t->msgSeq; t->ackSeen++, n++) {
       cco_gda_chunk* c = t->meta[t->ackSeen % GDA_INBOX_SLOTS];
       t->meta[t->ackSeen % GDA_INBOX_SLOTS] = NULL;
+      if (!c) continue; /* a data slot of an inline put */
       if (c->kind == CH_PUT && c->len) fifo_free(&t->land, c->zoneOff);
       if (c->kind == CH_GET && c->len) {
         ccoResult_t res = job(px, &s->txq, c, local_addr(px, c->local), bounce(s, s->replyOff + c->zoneOff), c->len);
@@ -523,9 +561,10 @@ static int take_acks(cco_gda_proxy* px) {
 
 /* --------------------------------------------------------------- target */
 
-static void rx_done(cco_gda_proxy* px, int source, uint64_t msg) {
+/* Message `msg` of `slots` inbox slots is finished: its slots may be acked. */
+static void rx_done(cco_gda_proxy* px, int source, uint64_t msg, uint32_t slots) {
   gda_rx* r = &px->staged->rx[source];
-  r->done[msg % GDA_INBOX_SLOTS] = true;
+  for (uint32_t i = 0; i < slots; i++) r->done[(msg + i) % GDA_INBOX_SLOTS] = true;
   while (r->donePrefix != r->taken && r->done[r->donePrefix % GDA_INBOX_SLOTS]) {
     r->done[r->donePrefix % GDA_INBOX_SLOTS] = false;
     r->donePrefix++;
@@ -584,11 +623,22 @@ static int take_inbox(cco_gda_proxy* px, int source) {
     c->msg = r->taken;
     c->len = m->kind == MSG_SIGNAL ? 0 : m->bytes;
     c->signals = m->signalOp != ccoGdaSignalOpNone;
+    bool inlineOk = true;
+    if (m->kind == MSG_PUT_INLINE) { /* the message and its data slots came in one write */
+      inlineOk = m->bytes && m->bytes <= GDA_INLINE_MAX &&
+                 r->taken % GDA_INBOX_SLOTS + inline_slots(m->bytes) <= GDA_INBOX_SLOTS;
+      if (inlineOk) c->slots = inline_slots(m->bytes);
+      if (inlineOk && count - r->taken < c->slots) { /* cannot happen: announced together */
+        chunk_free(s, c);
+        break;
+      }
+    }
     CCO_TRACE(GDA, "rank %d: message %llu from rank %d: kind %u, %llu bytes at %#llx, signal %u op %u", px->rank,
               (unsigned long long)r->taken, source, m->kind, (unsigned long long)m->bytes,
               (unsigned long long)m->addr, m->signal, m->signalOp);
     ccoResult_t res = ccoSuccess;
-    bool ok = m->kind >= MSG_PUT && m->kind <= MSG_ADD_VALUE && (m->kind == MSG_SIGNAL || rx_check(px, source, m, c->len));
+    bool ok = m->kind >= MSG_PUT && m->kind <= MSG_PUT_INLINE && inlineOk &&
+              (m->kind == MSG_SIGNAL || rx_check(px, source, m, c->len));
     if (ok && m->kind == MSG_GET) {
       c->kind = CH_RX_GET;
       c->outOff = c->len ? fifo_alloc_bytes(&s->out, c->len) : UINT64_MAX;
@@ -615,6 +665,9 @@ static int take_inbox(cco_gda_proxy* px, int source) {
                             source, (unsigned long long)m->addr);
       if (res == ccoSuccess) res = p->ops->add_value_async(p, s->rxq.stream, local_addr(px, m->addr), m->value);
       if (res == ccoSuccess) res = job(px, &s->rxq, c, 0, 0, 0);
+    } else if (ok && m->kind == MSG_PUT_INLINE) {
+      c->kind = CH_RX_PUT;
+      res = job(px, &s->rxq, c, local_addr(px, m->addr), bounce(s, inbox_slot(s, source, r->taken + 1)), c->len);
     } else if (ok && m->kind == MSG_PUT_VALUE && m->bytes == 8) {
       c->kind = CH_RX_PUT; /* an aligned 8-byte value: a stream store, no copy */
       res = job_add(px, &s->rxq, c, local_addr(px, m->addr), 0, 8, &m->value);
@@ -625,18 +678,25 @@ static int take_inbox(cco_gda_proxy* px, int source) {
                          : bounce(s, s->landOff + (uint64_t)source * s->landBytes + m->zoneOff);
       res = job(px, &s->rxq, c, m->kind == MSG_SIGNAL ? 0 : local_addr(px, m->addr), src, c->len);
     } else {
-      if (m->kind < MSG_PUT || m->kind > MSG_ADD_VALUE)
+      if (m->kind < MSG_PUT || m->kind > MSG_PUT_INLINE)
         cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInvalidUsage, CCO_SUBSYS_GDA,
                                      "rank %d: unknown GDA message kind %u from rank %d", px->rank, m->kind,
                                      source));
+      else if (!inlineOk)
+        cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInternalError, CCO_SUBSYS_GDA,
+                                         "rank %d: inline GDA put of %llu bytes from rank %d at inbox slot %llu "
+                                         "does not fit its inbox",
+                                         px->rank, (unsigned long long)m->bytes, source,
+                                         (unsigned long long)(r->taken % GDA_INBOX_SLOTS)));
+      uint32_t slots = c->slots;
       chunk_free(s, c);
-      r->taken++;
-      rx_done(px, source, r->taken - 1);
+      r->taken += slots;
+      rx_done(px, source, r->taken - slots, slots);
       n++;
       continue;
     }
     if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
-    r->taken++;
+    r->taken += c->slots;
     n++;
   }
   return n;
@@ -663,13 +723,14 @@ static int send_acks(cco_gda_proxy* px) {
 static void copy_done(cco_gda_proxy* px, cco_gda_chunk* c) {
   cco_gda_staged* s = px->staged;
   switch (c->kind) {
-    case CH_PUT: { /* copied out: the source is free to reuse; send the data */
+    case CH_PUT:          /* copied out: the source is free to reuse; send the data */
+    case CH_PUT_INLINE: { /* copied behind the message: send both */
       cco_gda_op* op = c->op;
       if (--op->localLeft == 0 && op->issued >= op->d.bytes && op->d.counter && !op->counted) {
         __atomic_fetch_add(&op->ring->st->countersHost[op->d.counter - 1], 1, __ATOMIC_RELEASE);
         op->counted = true;
       }
-      c->state = ST_SEND_DATA;
+      c->state = c->kind == CH_PUT ? ST_SEND_DATA : ST_SEND_MSG;
       ready_push(s, c);
       break;
     }
@@ -682,7 +743,7 @@ static void copy_done(cco_gda_proxy* px, cco_gda_chunk* c) {
         uint64_t v = c->m.signalOp == ccoGdaSignalOpInc ? 1u : c->m.signalValue;
         cco_gda_apply_signal(px, c->m.stateId, c->m.signal, v);
       }
-      rx_done(px, c->peer, c->msg);
+      rx_done(px, c->peer, c->msg, c->slots);
       chunk_free(s, c);
       break;
     case CH_RX_GET:
@@ -720,14 +781,14 @@ void cco_gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResu
       gda_tx* t = &s->tx[c->peer];
       for (uint32_t i = 0, run = c->run; i < run; i++) {
         cco_gda_chunk* x = t->meta[(c->msg + i) % GDA_INBOX_SLOTS];
-        x->state = ST_WRITTEN;
+        if (x) x->state = ST_WRITTEN; /* none on an inline put's data slots */
         t->written[(c->msg + i) % GDA_INBOX_SLOTS] = !s->notify; /* notified: nothing to publish */
       }
       break;
     }
     case CCO_GDA_TAG_REPLY:
       if (c->outOff != UINT64_MAX) fifo_free(&s->out, c->outOff);
-      rx_done(px, c->peer, c->msg);
+      rx_done(px, c->peer, c->msg, 1);
       chunk_free(s, c);
       break;
     default: /* CCO_GDA_TAG_COUNT: nothing to do */
@@ -783,9 +844,14 @@ ccoResult_t cco_gda_staged_create(cco_gda_proxy* px) {
   if (land < 65536 || land > ((int64_t)1 << 30) || (land & 4095))
     return cco_error(ctx->err, ccoInvalidArgument, CCO_SUBSYS_GDA,
                      "CCO_GDA_STAGING_BYTES=%lld: must be a multiple of 4096 in 64 KiB..1 GiB", (long long)land);
+  int64_t inlineMax = cco_env_int(CCO_ENV_ID_CCO_GDA_INLINE_BYTES);
+  if (inlineMax < 0 || inlineMax > GDA_INLINE_MAX)
+    return cco_error(ctx->err, ccoInvalidArgument, CCO_SUBSYS_GDA, "CCO_GDA_INLINE_BYTES=%lld: must be in 0..%u",
+                     (long long)inlineMax, GDA_INLINE_MAX);
   cco_gda_staged* s = calloc(1, sizeof(*s));
   if (!s) return cco_error(ctx->err, ccoOutOfMemory, CCO_SUBSYS_GDA, "no memory");
   px->staged = s;
+  s->inlineMax = (uint64_t)inlineMax;
   uint64_t n = (uint64_t)px->nRanks;
   s->landBytes = (uint64_t)land;
   s->outBytes = 2 * s->landBytes;
@@ -829,10 +895,11 @@ ccoResult_t cco_gda_staged_create(cco_gda_proxy* px) {
    * (on the H200, a put+signal ring between two hosts replayed in a graph
    * hung in that load). */
   if (p->ops->add_value_prepare) CCO_CHECK(p->ops->add_value_prepare(p));
-  CCO_INFO(GDA, "rank %d: staged GDA path: %.1f MiB pinned (landing %llu KiB per source, chunk %llu KiB), "
-           "messages announced by %s",
+  CCO_INFO(GDA, "rank %d: staged GDA path: %.1f MiB pinned (landing %llu KiB per source, chunk %llu KiB, puts "
+           "inline up to %llu bytes), messages announced by %s",
            px->rank, (double)s->memBytes / 1048576.0, (unsigned long long)(s->landBytes >> 10),
-           (unsigned long long)(s->chunk >> 10), s->notify ? "their writes" : "count adds");
+           (unsigned long long)(s->chunk >> 10), (unsigned long long)s->inlineMax,
+           s->notify ? "their writes" : "count adds");
   /* Kernels that wait for GDA traffic here (the collectives across hosts,
    * GDA waits) need this thread's driver calls to go through while they
    * run; a lazy first launch elsewhere in the process blocks them until the
