@@ -40,7 +40,7 @@
  * 64 KiB in flight to it; rank 0 must get an error completion (or an error
  * from a post) within KILL_BOUND_S, never hang; it prints how long it took.
  * Signal handlers: a process with its own SIGTERM handler opens the engine
- * and finds it, and the default crash handlers, still in place; its abort()
+ * and finds it, and its crash signals' handlers, as they were; its abort()
  * ends it by SIGABRT.
  * Also, in rank 0: cco_net_open with a provider that does not exist returns
  * ccoUnsupported naming it, a domain filter that matches nothing likewise.
@@ -620,7 +620,7 @@ static int run(int nRanks, mp_rank_fn fn, const char* what, int expectKilled) {
 /* Loading libfabric must leave the process's signal handlers alone (the
  * PSM libraries it pulls in install their own, ofi_loader.c restores them):
  * a child with its own SIGTERM handler opens the engine, finds that handler
- * and the default ones of the crash signals in place, then aborts, and must
+ * and those of the crash signals as they were before, then aborts, and must
  * die of SIGABRT (with the PSM handler it exited with status 1, and spun
  * forever under AddressSanitizer). Returns 0 when it did. */
 static void on_term(int sig) { (void)sig; }
@@ -630,13 +630,16 @@ static int crash_case(void) {
   if (pid == 0) {
     alarm(60);
     signal(SIGTERM, on_term);
+    /* What the process has before (the sanitizers install some of their own). */
+    static const int watched[] = {SIGINT, SIGILL, SIGABRT, SIGBUS, SIGSEGV, SIGTERM};
+    enum { NWATCHED = sizeof(watched) / sizeof(watched[0]) };
+    struct sigaction before[NWATCHED], now;
+    for (int i = 0; i < NWATCHED; i++) sigaction(watched[i], NULL, &before[i]);
     cco_net* net = NULL;
     if (!MP_OK(engine_open(&net))) _exit(3);
-    static const int crash[] = {SIGINT, SIGILL, SIGABRT, SIGBUS, SIGSEGV};
-    struct sigaction now;
     int bad = sigaction(SIGTERM, NULL, &now) || now.sa_handler != on_term;
-    for (size_t i = 0; i < sizeof(crash) / sizeof(crash[0]); i++)
-      bad += sigaction(crash[i], NULL, &now) || now.sa_handler != SIG_DFL;
+    for (int i = 0; i < NWATCHED; i++)
+      bad += sigaction(watched[i], NULL, &now) || now.sa_handler != before[i].sa_handler;
     if (bad) {
       fprintf(stderr, "FAIL crash case: %d signal handlers changed by the engine's open\n", bad);
       _exit(4);
