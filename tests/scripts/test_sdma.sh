@@ -29,6 +29,9 @@ threads() { timeout 120 "$bin/mp_sdma" --threads "$@"; }
 
 # ------------------------------------------------------------ mp_sdma
 iters=10000 # signal-after-data iterations per (peer, queue)
+# Under the sanitizers (CCO_TEST_LIGHT=1, make test-asan) a quarter: they
+# look for memory errors; the main build runs the whole ordering stress.
+[ "${CCO_TEST_LIGHT:-0}" = 1 ] && iters=2500
 for n in 2 4 8; do
   check "mp_sdma, $n processes, $iters iterations" "$bin/ccorun" -t 120 -n "$n" "$bin/mp_sdma" --iters "$iters"
   show '^(signal after data|flood|all SDMA):'
