@@ -4,6 +4,7 @@
  * figure next to the raw engine's in the same run:
  *
  *   CCO_GDA_PATH=staged ccorun -n 2 --virtual-hosts 2 cco-bench-gda-host [-b 8] [-e 64K] [-f 8] [-n N] [-w N]
+ *                                       [latency] [bw]   (default: both)
  *
  * - latency (op gda_host_latency): put + signal ping-pong between the ranks'
  *   main threads (an 8-byte put is a put-value), half round trip in us, per
@@ -11,7 +12,11 @@
  *   between the same processes (the engine cco's proxy drives, same
  *   provider). On the staged path (the GPUs' path) a put is a message and,
  *   above 8 bytes, a landing-zone write before it; CCO_NET_NOTIFY=0 turns
- *   off the notified message writes (docs/gda.md) for an A/B.
+ *   off the notified message writes (docs/gda.md) for an A/B;
+ * - bw (op gda_host_put): rank 0 puts -n transfers of each size (default
+ *   256 MiB / size, 4 to 4096; sizes 1 MiB to 16 MiB by 4) to rank 1 and
+ *   flushes, GB/s, against the raw engine writing the same transfers between
+ *   host buffers with every piece in flight (rank 1 progressing).
  *
  * One JSON line per measurement (bench_json.h); "path" says which GDA path
  * ran, "notify" whether the engine offered notified writes.
@@ -39,7 +44,7 @@
 
 static ccoComm* comm;
 static int rank;
-static const char* const kOps[] = {"latency", NULL};
+static const char* const kOps[] = {"latency", "bw", NULL};
 
 static double now_s(void) {
   struct timespec ts;
@@ -119,7 +124,84 @@ static double raw_latency(raw_engine* r, size_t bytes, int iters, int warm) {
   return us;
 }
 
+/* Rank 0 writes `count` transfers of `bytes` (pieces of the engine's largest
+ * message, all in flight) to rank 1, after `warm` untimed ones (the first
+ * write to a peer opens the connection), then a flag; rank 1 progresses
+ * until the flag comes. Rank 0's GB/s. */
+static double raw_bandwidth(raw_engine* r, size_t bytes, int count, int warm) {
+  volatile uint64_t* flag = (volatile uint64_t*)(r->buf + 2 * r->max);
+  uint64_t* src = (uint64_t*)(r->buf + 2 * r->max + 64);
+  cco_net_completion c[64];
+  int n = 0;
+  OK(ccoBarrierAll(comm));
+  double gbps = 0;
+  if (rank == 0) {
+    size_t msg = cco_net_max_msg(r->net);
+    long pending = 0;
+    double t0 = now_s();
+    for (int k = -warm; k < count; k++) {
+      while (k == 0 && pending > 0) { /* the warm-up's writes are done: the clock starts */
+        OK(cco_net_progress(r->net, c, 64, &n));
+        pending -= n;
+      }
+      if (k == 0) t0 = now_s();
+      for (size_t off = 0; off < bytes; off += msg) {
+        size_t len = bytes - off < msg ? bytes - off : msg;
+        ccoResult_t res;
+        while ((res = cco_net_write(r->net, 1, r->buf + off, r->mr, len, r->peerKey, r->max + off, NULL)) ==
+               CCO_NET_BUSY) {
+          OK(cco_net_progress(r->net, c, 64, &n));
+          pending -= n;
+        }
+        OK(res);
+        pending++;
+      }
+    }
+    while (pending > 0) {
+      OK(cco_net_progress(r->net, c, 64, &n));
+      for (int i = 0; i < n; i++) OK(c[i].result);
+      pending -= n;
+    }
+    gbps = (double)bytes * count / (now_s() - t0) / 1e9;
+    *src = (uint64_t)bytes;
+    while (cco_net_write(r->net, 1, src, r->mr, 8, r->peerKey, 2 * r->max, NULL) == CCO_NET_BUSY)
+      cco_net_progress(r->net, c, 64, &n);
+    for (pending = 1; pending > 0; pending -= n) OK(cco_net_progress(r->net, c, 64, &n));
+  } else {
+    while (*flag != (uint64_t)bytes) OK(cco_net_progress(r->net, c, 64, &n));
+    *flag = 0;
+  }
+  OK(ccoBarrierAll(comm));
+  return gbps;
+}
+
 /* -------------------------------------------------------------------- GDA */
+
+/* Rank 0 puts `count` transfers of `bytes` from its window's second half
+ * into rank 1's first half and flushes; its GB/s (0 on rank 1, whose proxy
+ * serves meanwhile), negative when a post or the flush failed. */
+static double gda_bandwidth(ccoDevComm* dc, ccoWindow_t win, size_t bytes, int count, int warm) {
+  ccoGda g = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
+  double gbps = 0;
+  OK(ccoBarrierAll(comm));
+  if (rank == 0) {
+    double t0 = now_s();
+    for (int k = -warm; k < count; k++) {
+      if (k == 0) {
+        if (ccoGdaFlush(&g, ccoCoopThread) != ccoDevSuccess) return -1;
+        t0 = now_s();
+      }
+      if (ccoGdaPut(&g, 1, win, 0, win, bytes, bytes, ccoGdaSigNone(), CCO_GDA_NO_COUNTER, ccoCoopThread,
+                    ccoGdaThreadAggregate) != ccoDevSuccess)
+        return -1;
+    }
+    if (ccoGdaFlush(&g, ccoCoopThread) != ccoDevSuccess) return -1;
+    gbps = (double)bytes * count / (now_s() - t0) / 1e9;
+  }
+  OK(ccoBarrierAll(comm));
+  return gbps;
+}
+
 
 /* Put + signal ping-pong through GDA from this thread; half round trip in
  * us, or a negative value when a wait failed. Signal 0 counts the rounds. */
@@ -154,12 +236,16 @@ int main(int argc, char** argv) {
   a.takes = BENCH_TAKES_SIZES | BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
   a.ops = kOps;
   a.sizeAlign = 8;
-  a.sizeMax = 1u << 20;
-  a.defaults = "latency: -b 8 -e 64K -f 8, -n 2000 -w 200";
+  a.sizeMax = 64u << 20;
+  a.defaults = "latency: -b 8 -e 64K -f 8, -n 2000 -w 200; bw: -b 1M -e 16M -f 4, -n 256 MiB / size (4 to 4096) "
+               "-w 2 (-b/-e/-f apply to both)";
   int rc = bench_args_parse(&a, argc, argv);
   if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
   bench_sweep sw = bench_args_sweep(&a, 8, 64 * 1024, 8);
+  bench_sweep bw = bench_args_sweep(&a, 1u << 20, 16u << 20, 4);
   int iters = (int)bench_args_iters(&a, 2000), warm = (int)bench_args_warmup(&a, 200);
+  int wantLat = bench_args_want(&a, "latency"), wantBw = bench_args_want(&a, "bw");
+  unsigned long long maxBytes = (wantLat && sw.max > (wantBw ? bw.max : 0)) ? sw.max : bw.max;
 
   OK(ccoCommCreateFromEnv(0, &comm));
   int size = 0, nodes = 0;
@@ -173,19 +259,19 @@ int main(int argc, char** argv) {
   }
   void* local = NULL;
   ccoWindow_t win;
-  OK(ccoWindowRegisterAlloc(comm, 2 * sw.max, &win, &local));
+  OK(ccoWindowRegisterAlloc(comm, 2 * maxBytes, &win, &local));
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.gdaConnectionType = ccoGdaConnectionCrossNode;
   reqs.gdaSignalCount = 1;
   ccoDevComm dc;
   OK(ccoDevCommCreate(comm, &reqs, &dc));
   raw_engine raw;
-  raw_open(&raw, sw.max);
+  raw_open(&raw, maxBytes);
   const char* path = getenv("CCO_GDA_PATH") && getenv("CCO_GDA_PATH")[0] ? getenv("CCO_GDA_PATH") : "auto";
   const char* provider = getenv("CCO_NET_PROVIDER") && getenv("CCO_NET_PROVIDER")[0] ? getenv("CCO_NET_PROVIDER")
                                                                                       : "tcp;ofi_rxm";
   int failed = 0;
-  for (unsigned long long bytes = sw.min; bytes && bytes <= sw.max; bytes = bench_sweep_next(&sw, bytes)) {
+  for (unsigned long long bytes = sw.min; wantLat && bytes && bytes <= sw.max; bytes = bench_sweep_next(&sw, bytes)) {
     double gda = gda_latency(&dc, win, (size_t)bytes, iters, warm);
     double ref = raw_latency(&raw, (size_t)bytes, iters, warm);
     if (gda < 0) {
@@ -201,6 +287,27 @@ int main(int argc, char** argv) {
       bench_line_int(&l, "notify", cco_net_can_notify(raw.net));
       bench_line_emit(&l, "us", gda, NULL);
       bench_line_emit(&l, "us", ref, "raw_engine");
+    }
+  }
+  for (unsigned long long bytes = bw.min; wantBw && !failed && bytes; bytes = bench_sweep_next(&bw, bytes)) {
+    long long byVolume = (long long)((256ull << 20) / bytes);
+    int count = (int)(a.iters ? a.iters : byVolume < 4 ? 4 : byVolume > 4096 ? 4096 : byVolume);
+    int bwWarm = (int)bench_args_warmup(&a, 2); /* -w is shared with latency's thousands of round trips */
+    double gda = gda_bandwidth(&dc, win, (size_t)bytes, count, bwWarm > 8 ? 8 : bwWarm);
+    double ref = raw_bandwidth(&raw, (size_t)bytes, count, bwWarm > 8 ? 8 : bwWarm);
+    if (gda < 0) {
+      fprintf(stderr, "rank %d: a GDA put or flush failed at %llu bytes\n", rank, bytes);
+      failed = 1;
+      break;
+    }
+    if (rank == 0) {
+      bench_line l;
+      bench_line_start(&l, "gda_host", "gda_host_put", (long long)bytes, size, count);
+      bench_line_str(&l, "provider", provider);
+      bench_line_str(&l, "path", path);
+      bench_line_int(&l, "notify", cco_net_can_notify(raw.net));
+      bench_line_emit(&l, "GBps", gda, NULL);
+      bench_line_emit(&l, "GBps", ref, "raw_engine");
     }
   }
   OK(ccoBarrierAll(comm));

@@ -54,7 +54,7 @@ if check_lines "$out" 26; then pass; else fail "--append did not add 13 lines"; 
 # GDA between CPU ranks: two virtual hosts and the staged path by default, 2 sizes, a figure and
 # its raw-engine reference each, the path and the notify flag in every line.
 out=$tmp/gda_host.jsonl
-if python3 "$perf" gda_host --bin "$bin" -b 8 -e 512 -f 64 -n 50 -w 5 -o "$out" 2>"$tmp/err"; then pass
+if python3 "$perf" gda_host --bin "$bin" --op latency -b 8 -e 512 -f 64 -n 50 -w 5 -o "$out" 2>"$tmp/err"; then pass
 else fail "cco_perf gda_host: exit $?: $(cat "$tmp/err")"; fi
 if python3 - "$out" <<'EOF'
 import json, sys
