@@ -4,7 +4,7 @@
  * figure next to the raw engine's in the same run:
  *
  *   CCO_GDA_PATH=staged ccorun -n 2 --virtual-hosts 2 cco-bench-gda-host [-b 8] [-e 64K] [-f 8] [-n N] [-w N]
- *                                       [latency] [bw]   (default: both)
+ *                                       [latency] [bw] [barrier]   (default: all)
  *
  * - latency (op gda_host_latency): put + signal ping-pong between the ranks'
  *   main threads (an 8-byte put is a put-value), half round trip in us, per
@@ -16,7 +16,11 @@
  * - bw (op gda_host_put): rank 0 puts -n transfers of each size (default
  *   256 MiB / size, 4 to 4096; sizes 1 MiB to 16 MiB by 4) to rank 1 and
  *   flushes, GB/s, against the raw engine writing the same transfers between
- *   host buffers with every piece in flight (rank 1 progressing).
+ *   host buffers with every piece in flight (rank 1 progressing);
+ * - barrier (op gda_host_barrier): the GDA barrier over the rail team (one
+ *   rank per host) from the main thread at warp scope, per sync, -n syncs
+ *   (default 2000) after -w (200), against the raw engine's 8-byte write half
+ *   round trip (a barrier of two is one one-way trip each way, at once).
  *
  * One JSON line per measurement (bench_json.h); "path" says which GDA path
  * ran, "notify" whether the engine offered notified writes.
@@ -44,7 +48,7 @@
 
 static ccoComm* comm;
 static int rank;
-static const char* const kOps[] = {"latency", "bw", NULL};
+static const char* const kOps[] = {"latency", "bw", "barrier", NULL};
 
 static double now_s(void) {
   struct timespec ts;
@@ -228,6 +232,22 @@ static double gda_latency(ccoDevComm* dc, ccoWindow_t win, size_t bytes, int ite
   return us;
 }
 
+/* `iters` GDA barrier syncs after `warm`; us per sync, negative on a
+ * failed sync. */
+static double gda_barrier(ccoDevComm* dc, int iters, int warm) {
+  ccoGda g = ccoGdaHandle(dc, 0, ccoGdaDoorbellImmediate);
+  ccoGdaBarrierSession b = ccoGdaBarrierSessionInit(dc, &g, 0, ccoCoopWarp);
+  OK(ccoBarrierAll(comm));
+  double t0 = now_s();
+  for (int i = -warm; i < iters; i++) {
+    if (i == 0) t0 = now_s();
+    if (ccoGdaBarrierSync(&b) != ccoDevSuccess) return -1;
+  }
+  double us = (now_s() - t0) / iters * 1e6;
+  OK(ccoBarrierAll(comm));
+  return us;
+}
+
 int main(int argc, char** argv) {
   bench_args a = {0};
   a.program = "cco-bench-gda-host";
@@ -238,7 +258,7 @@ int main(int argc, char** argv) {
   a.sizeAlign = 8;
   a.sizeMax = 64u << 20;
   a.defaults = "latency: -b 8 -e 64K -f 8, -n 2000 -w 200; bw: -b 1M -e 16M -f 4, -n 256 MiB / size (4 to 4096) "
-               "-w 2 (-b/-e/-f apply to both)";
+               "-w 2 (-b/-e/-f apply to both); barrier: -n 2000 -w 200";
   int rc = bench_args_parse(&a, argc, argv);
   if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
   bench_sweep sw = bench_args_sweep(&a, 8, 64 * 1024, 8);
@@ -263,6 +283,7 @@ int main(int argc, char** argv) {
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.gdaConnectionType = ccoGdaConnectionCrossNode;
   reqs.gdaSignalCount = 1;
+  reqs.railGdaBarrierCount = 1;
   ccoDevComm dc;
   OK(ccoDevCommCreate(comm, &reqs, &dc));
   raw_engine raw;
@@ -308,6 +329,22 @@ int main(int argc, char** argv) {
       bench_line_int(&l, "notify", cco_net_can_notify(raw.net));
       bench_line_emit(&l, "GBps", gda, NULL);
       bench_line_emit(&l, "GBps", ref, "raw_engine");
+    }
+  }
+  if (bench_args_want(&a, "barrier") && !failed) {
+    double gda = gda_barrier(&dc, iters, warm);
+    double ref = raw_latency(&raw, 8, iters, warm);
+    if (gda < 0) {
+      fprintf(stderr, "rank %d: a GDA barrier sync failed\n", rank);
+      failed = 1;
+    } else if (rank == 0) {
+      bench_line l;
+      bench_line_start(&l, "gda_host", "gda_host_barrier", BENCH_NO_BYTES, size, iters);
+      bench_line_str(&l, "provider", provider);
+      bench_line_str(&l, "path", path);
+      bench_line_int(&l, "notify", cco_net_can_notify(raw.net));
+      bench_line_emit(&l, "us", gda, NULL);
+      bench_line_emit(&l, "us", ref, "raw_engine_half_round_trip");
     }
   }
   OK(ccoBarrierAll(comm));

@@ -59,7 +59,7 @@ BENCHES = {
     "bootstrap": Bench("cco-bench-bootstrap", "communicator create/destroy, host barrier vs loopback TCP",
                        (2, 4, 8, 16), (2, 64), sizes=False, gpu=False, self_launched=True),
     "gda_host": Bench("cco-bench-gda-host", "GDA between CPU ranks on two virtual hosts (the staged path) vs the raw "
-                      "network engine", (2,), (2, 2), ops=("latency", "bw"), size_align=8, gpu=False,
+                      "network engine", (2,), (2, 2), ops=("latency", "bw", "barrier"), size_align=8, gpu=False,
                       env=(("CCO_GDA_PATH", "staged"),), hosts=2),
     "windows": Bench("cco-bench-windows", "window registration; copy into a peer's window vs cudaMemcpy",
                      (2, 4, 8), (1, 1024), ops=("register", "copy"), size_align=16),
