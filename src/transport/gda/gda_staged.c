@@ -18,9 +18,11 @@
  * (a notified write: the target's engine reports it once placed) where the
  * provider carries remote completion data, and is otherwise followed by an
  * add to the target's count (each step after the previous one completed:
- * delivery complete, so nothing is read before it is there). A small put
- * skips the landing zone: its data is copied into the inbox slots after its
- * message and goes with the message write (an inline put). The target takes
+ * delivery complete, so nothing is read before it is there). With notified
+ * writes, a put chunk's message instead goes in front of its data, into the
+ * landing zone, and one notified write carries both. A small put skips the
+ * landing zone: its data is copied into the inbox slots after its message
+ * and goes with the message write (an inline put). The target takes
  * messages in order, copies landing (or inbox) -> window on its stream,
  * applies the signal once the copy is done (so never before the data), and
  * adds to our ack word; acks free the landing space and complete the chunk. A get sends a message; the
@@ -85,6 +87,7 @@ typedef struct cco_gda_chunk {
   uint32_t slots; /* inbox slots the message takes: 1, or 1 + its data's for an inline put */
   uint32_t run;   /* tx: slots this chunk's message write carries (its own and the next messages') */
   uint32_t runMessages; /* tx: and how many messages those are */
+  bool withData; /* tx put chunk: its message goes in front of its data (one notified write) */
   cco_gda_op* op;   /* tx */
   uint64_t len;
   uint64_t outOff;  /* piece of the out area, or UINT64_MAX */
@@ -128,6 +131,9 @@ typedef struct {
    * is the announced prefix (the count word's counterpart). */
   uint64_t arrived;
   bool announced[GDA_INBOX_SLOTS];
+  /* A message that came in front of its data in the landing zone: its
+   * offset there + 1 (0: the message is in the inbox slot). */
+  uint64_t landingMsg[GDA_INBOX_SLOTS];
 } gda_rx;
 
 struct cco_gda_staged {
@@ -157,14 +163,23 @@ struct cco_gda_staged {
 /* Inbox slots of an inline put of `bytes`: the message and the data after it. */
 static uint32_t inline_slots(uint64_t bytes) { return 1u + (uint32_t)((bytes + sizeof(gda_msg) - 1) / sizeof(gda_msg)); }
 
-/* A notified message write's data: the source rank, the run's length - 1
- * and the low 32 bits of its first message number (the target knows the
- * rest: a message in flight is within GDA_INBOX_SLOTS of what it took). */
+/* A notified write's data. A run of messages into the inbox: the source
+ * rank, the run's length - 1 and the low 32 bits of its first message
+ * number (the target knows the rest: a message in flight is within
+ * GDA_INBOX_SLOTS of what it took). A put chunk with its message in front
+ * (NOTE_IN_LANDING): the source rank, the low 8 bits of the message number
+ * and the message's offset in the landing zone in 64-byte units. */
+#define NOTE_IN_LANDING (1ull << 63)
 #define NOTE_RANK_SHIFT 40
+#define NOTE_RANK_MASK 0x7fffffu
 #define NOTE_RUN_SHIFT 32
-#define NOTE_MAX_RANKS (1 << 24)
+#define NOTE_MAX_RANKS (1 << 23)
 static uint64_t note_encode(int rank, uint64_t msg, uint32_t run) {
   return ((uint64_t)rank << NOTE_RANK_SHIFT) | ((uint64_t)(run - 1) << NOTE_RUN_SHIFT) | (msg & 0xffffffffu);
+}
+static uint64_t note_encode_landing(int rank, uint64_t msg, uint64_t zoneOff) {
+  return NOTE_IN_LANDING | ((uint64_t)rank << NOTE_RANK_SHIFT) | ((msg & 0xffu) << NOTE_RUN_SHIFT) |
+         (zoneOff / sizeof(gda_msg));
 }
 
 /* ------------------------------------------------------------ allocators */
@@ -408,8 +423,13 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
     c->len = len;
     if (d->op == ccoGdaOpPut && len && !inl) { /* inline: the data goes into the slots after the message */
       gda_tx* t = &s->tx[d->peer];
-      c->zoneOff = fifo_alloc_bytes(&t->land, len);
-      c->outOff = c->zoneOff == UINT64_MAX ? UINT64_MAX : fifo_alloc_bytes(&s->out, len);
+      /* With notified writes the message goes in front of the data; the
+       * landing offsets stay multiples of 64 (the notification counts in
+       * messages). */
+      c->withData = s->notify && len + sizeof(gda_msg) <= cco_net_max_msg(px->net);
+      uint64_t room = c->withData ? (sizeof(gda_msg) + len + sizeof(gda_msg) - 1) & ~(uint64_t)(sizeof(gda_msg) - 1) : len;
+      c->zoneOff = fifo_alloc_bytes(&t->land, room);
+      c->outOff = c->zoneOff == UINT64_MAX ? UINT64_MAX : fifo_alloc_bytes(&s->out, room);
       if (c->outOff == UINT64_MAX) {
         if (c->zoneOff != UINT64_MAX) fifo_free(&t->land, c->zoneOff);
         chunk_free(s, c);
@@ -432,7 +452,7 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
                                               : MSG_SIGNAL;
     m->addr = d->remote + op->issued;
     m->bytes = valueLike ? d->bytes : len;
-    m->zoneOff = c->zoneOff;
+    m->zoneOff = c->withData ? c->zoneOff + sizeof(gda_msg) : c->zoneOff; /* where the data lands */
     m->value = d->local;
     bool last = len == left;
     if (putLike && last) {
@@ -442,7 +462,8 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
     }
     if (d->op == ccoGdaOpPut && len) {
       op->localLeft++;
-      uint64_t dst = inl ? bounce(s, msg_out(s, c->peer, c->msg + 1)) : bounce(s, s->outOff + c->outOff);
+      uint64_t dst = inl ? bounce(s, msg_out(s, c->peer, c->msg + 1))
+                         : bounce(s, s->outOff + c->outOff + (c->withData ? sizeof(gda_msg) : 0));
       ccoResult_t res = job(px, &s->txq, c, dst, local_addr(px, d->local + op->issued), len);
       if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
     } else {
@@ -464,7 +485,11 @@ static int post_ready(cco_gda_proxy* px) {
   while (s->readyFirst) {
     cco_gda_chunk* c = s->readyFirst;
     ccoResult_t res;
-    if (c->state == ST_SEND_DATA) {
+    if (c->state == ST_SEND_DATA && c->withData) { /* message and data, one notified write */
+      res = cco_net_write_notify(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, sizeof(gda_msg) + c->len,
+                                 s->rkeys[c->peer], s->landOff + (uint64_t)px->rank * s->landBytes + c->zoneOff,
+                                 note_encode_landing(px->rank, c->msg, c->zoneOff), CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_DATA));
+    } else if (c->state == ST_SEND_DATA) {
       res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
                           s->landOff + (uint64_t)px->rank * s->landBytes + c->zoneOff,
                           CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_DATA));
@@ -591,8 +616,9 @@ static uint64_t rx_ready(cco_gda_staged* s, int source) {
 
 void cco_gda_staged_on_notify(cco_gda_proxy* px, uint64_t data) {
   cco_gda_staged* s = px->staged;
-  int source = (int)(data >> NOTE_RANK_SHIFT);
-  uint32_t run = (uint32_t)((data >> NOTE_RUN_SHIFT) & 0xff) + 1;
+  int source = (int)((data >> NOTE_RANK_SHIFT) & NOTE_RANK_MASK);
+  bool inLanding = (data & NOTE_IN_LANDING) != 0;
+  uint32_t run = inLanding ? 1u : (uint32_t)((data >> NOTE_RUN_SHIFT) & 0xff) + 1;
   if (!s || source >= px->nRanks) {
     cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInternalError, CCO_SUBSYS_GDA,
                                      "rank %d: a notified write names rank %d, outside this communicator%s", px->rank,
@@ -600,7 +626,18 @@ void cco_gda_staged_on_notify(cco_gda_proxy* px, uint64_t data) {
     return;
   }
   gda_rx* r = &s->rx[source];
-  uint64_t first = r->arrived + (uint32_t)((uint32_t)data - (uint32_t)r->arrived);
+  uint64_t first = inLanding ? r->arrived + (uint8_t)((uint8_t)(data >> NOTE_RUN_SHIFT) - (uint8_t)r->arrived)
+                             : r->arrived + (uint32_t)((uint32_t)data - (uint32_t)r->arrived);
+  if (inLanding) {
+    uint64_t off = (data & 0xffffffffu) * sizeof(gda_msg);
+    if (off + sizeof(gda_msg) > s->landBytes) {
+      cco_gda_proxy_fail(px, cco_error(px->ctx->err, ccoInternalError, CCO_SUBSYS_GDA,
+                                       "rank %d: a message from rank %d at landing offset %llu, past its zone",
+                                       px->rank, source, (unsigned long long)off));
+      return;
+    }
+    r->landingMsg[first % GDA_INBOX_SLOTS] = off + 1;
+  }
   for (uint32_t i = 0; i < run; i++) r->announced[(first + i) % GDA_INBOX_SLOTS] = true;
   while (r->announced[r->arrived % GDA_INBOX_SLOTS]) {
     r->announced[r->arrived % GDA_INBOX_SLOTS] = false;
@@ -615,7 +652,10 @@ static int take_inbox(cco_gda_proxy* px, int source) {
   uint64_t count = rx_ready(s, source);
   int n = 0;
   while (r->taken != count) {
-    const gda_msg* m = (const gda_msg*)(s->mem + inbox_slot(s, source, r->taken));
+    uint64_t* inLanding = &r->landingMsg[r->taken % GDA_INBOX_SLOTS];
+    const gda_msg* m =
+        (const gda_msg*)(s->mem + (*inLanding ? s->landOff + (uint64_t)source * s->landBytes + *inLanding - 1
+                                              : inbox_slot(s, source, r->taken)));
     cco_gda_chunk* c = chunk_new(s);
     if (!c) break;
     c->m = *m;
@@ -690,12 +730,14 @@ static int take_inbox(cco_gda_proxy* px, int source) {
                                          (unsigned long long)(r->taken % GDA_INBOX_SLOTS)));
       uint32_t slots = c->slots;
       chunk_free(s, c);
+      *inLanding = 0;
       r->taken += slots;
       rx_done(px, source, r->taken - slots, slots);
       n++;
       continue;
     }
     if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
+    *inLanding = 0;
     r->taken += c->slots;
     n++;
   }
@@ -730,6 +772,8 @@ static void copy_done(cco_gda_proxy* px, cco_gda_chunk* c) {
         __atomic_fetch_add(&op->ring->st->countersHost[op->d.counter - 1], 1, __ATOMIC_RELEASE);
         op->counted = true;
       }
+      if (c->withData) /* the message goes in front of the data it announces */
+        memcpy(s->mem + s->outOff + c->outOff, s->mem + msg_out(s, c->peer, c->msg), sizeof(gda_msg));
       c->state = c->kind == CH_PUT ? ST_SEND_DATA : ST_SEND_MSG;
       ready_push(s, c);
       break;
@@ -771,9 +815,13 @@ void cco_gda_staged_on_completion(cco_gda_proxy* px, int tag, void* obj, ccoResu
   if (res != ccoSuccess) cco_gda_proxy_fail(px, res);
   cco_gda_chunk* c = obj;
   switch (tag) {
-    case CCO_GDA_TAG_CHUNK_DATA: /* data is in the landing zone: now the message */
+    case CCO_GDA_TAG_CHUNK_DATA: /* data is in the landing zone: now the message (unless it went along) */
       fifo_free(&s->out, c->outOff);
       c->outOff = UINT64_MAX;
+      if (c->withData) {
+        c->state = ST_WRITTEN;
+        break;
+      }
       c->state = ST_SEND_MSG;
       ready_push(s, c);
       break;
