@@ -6,7 +6,8 @@
  * Symmetric offsets, peer writes through ccoGetPeerPtr and through the
  * descriptor's formula, mismatched and bad registrations failing on every
  * rank with nothing mapped, ccoMemFree misuse, slot exhaustion, K
- * register/deregister cycles without growth in fds, mappings or memory,
+ * register/deregister cycles without growth in fds, mappings (a few the
+ * allocator maps meanwhile allowed, none per cycle) or memory,
  * owning windows placed alike on slots that differ by rank, two
  * communicators sharing a buffer through import, and destroy with live
  * windows. --hosts H plays H hosts (CCO_HOSTID): windows map LSA peers only.
@@ -176,7 +177,10 @@ static void test_cycles(int cycles) {
   long rss1 = rss_kib();
   MP_CHECK(failures == 0, "%d failures in %d cycles", failures, cycles);
   MP_CHECK(fds1 == fds0, "fds %d -> %d", fds0, fds1);
-  MP_CHECK(maps1 == maps0, "mappings %d -> %d", maps0, maps1);
+  /* A leaked mapping per cycle would add `cycles`; the allocator and the
+   * runtime's threads may map a few regions of their own meanwhile (4 once
+   * under ASan with three tests at a time). */
+  MP_CHECK(maps1 - maps0 < cycles / 10, "mappings %d -> %d over %d cycles", maps0, maps1, cycles);
   MP_CHECK(rss1 - rss0 < 4096, "rss grew by %ld KiB", rss1 - rss0);
   if (g_rank == 0)
     printf("%d register/deregister cycles: fds %d->%d, mappings %d->%d, rss %ld->%ld KiB\n", cycles,
