@@ -25,8 +25,9 @@
  * and goes with the message write (an inline put). The target takes
  * messages in order, copies landing (or inbox) -> window on its stream,
  * applies the signal once the copy is done (so never before the data), and
- * adds to our ack word; acks free the landing space and complete the chunk. A get sends a message; the
- * target copies out and writes the reply, then acks; we copy the reply in.
+ * adds to our ack word; acks free the landing space and complete the chunk.
+ * A get sends a message; the target copies out and writes the reply, then
+ * acks; we copy the reply in.
  * Messages of one source are taken, finished and acknowledged in order.
  */
 #include <stdio.h>
@@ -160,7 +161,8 @@ struct cco_gda_staged {
   uint64_t inlineMax; /* puts of at most this many bytes go inline (0: none) */
 };
 
-/* Inbox slots of an inline put of `bytes`: the message and the data after it. */
+/* 64-byte slots a message and `bytes` of data after it take: an inline put
+ * in the inbox, a put chunk with its message in front in the landing zone. */
 static uint32_t inline_slots(uint64_t bytes) { return 1u + (uint32_t)((bytes + sizeof(gda_msg) - 1) / sizeof(gda_msg)); }
 
 /* A notified write's data. A run of messages into the inbox: the source
@@ -318,6 +320,11 @@ static uint64_t inbox_slot(cco_gda_staged* s, int source, uint64_t msg) {
   return s->inboxOff + ((uint64_t)source * GDA_INBOX_SLOTS + (msg % GDA_INBOX_SLOTS)) * sizeof(gda_msg);
 }
 
+/* Offset `off` of the landing zone for `source` (in every rank's region). */
+static uint64_t landing(cco_gda_staged* s, int source, uint64_t off) {
+  return s->landOff + (uint64_t)source * s->landBytes + off;
+}
+
 /* ------------------------------------------------------------ initiator */
 
 /* An op is complete once every message it needs exists (allSent) and
@@ -427,7 +434,7 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
        * landing offsets stay multiples of 64 (the notification counts in
        * messages). */
       c->withData = s->notify && len + sizeof(gda_msg) <= cco_net_max_msg(px->net);
-      uint64_t room = c->withData ? (sizeof(gda_msg) + len + sizeof(gda_msg) - 1) & ~(uint64_t)(sizeof(gda_msg) - 1) : len;
+      uint64_t room = c->withData ? inline_slots(len) * sizeof(gda_msg) : len; /* message + data, whole slots */
       c->zoneOff = fifo_alloc_bytes(&t->land, room);
       c->outOff = c->zoneOff == UINT64_MAX ? UINT64_MAX : fifo_alloc_bytes(&s->out, room);
       if (c->outOff == UINT64_MAX) {
@@ -478,6 +485,17 @@ void cco_gda_staged_progress_op(cco_gda_proxy* px, cco_gda_op* op) {
   }
 }
 
+/* Writes bytes at srcOff of our region to remoteOff of the peer's: a
+ * notified write carrying `note` where the message announces itself, a
+ * plain one otherwise. */
+static ccoResult_t write_region(cco_gda_proxy* px, int peer, uint64_t srcOff, uint64_t bytes, uint64_t remoteOff,
+                                bool notified, uint64_t note, void* context) {
+  cco_gda_staged* s = px->staged;
+  return notified ? cco_net_write_notify(px->net, peer, s->mem + srcOff, s->mr, bytes, s->rkeys[peer], remoteOff, note,
+                                         context)
+                  : cco_net_write(px->net, peer, s->mem + srcOff, s->mr, bytes, s->rkeys[peer], remoteOff, context);
+}
+
 /* Posts what is ready; stops at the first busy engine. */
 static int post_ready(cco_gda_proxy* px) {
   cco_gda_staged* s = px->staged;
@@ -485,14 +503,10 @@ static int post_ready(cco_gda_proxy* px) {
   while (s->readyFirst) {
     cco_gda_chunk* c = s->readyFirst;
     ccoResult_t res;
-    if (c->state == ST_SEND_DATA && c->withData) { /* message and data, one notified write */
-      res = cco_net_write_notify(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, sizeof(gda_msg) + c->len,
-                                 s->rkeys[c->peer], s->landOff + (uint64_t)px->rank * s->landBytes + c->zoneOff,
-                                 note_encode_landing(px->rank, c->msg, c->zoneOff), CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_DATA));
-    } else if (c->state == ST_SEND_DATA) {
-      res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
-                          s->landOff + (uint64_t)px->rank * s->landBytes + c->zoneOff,
-                          CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_DATA));
+    if (c->state == ST_SEND_DATA) { /* withData: message and data, one notified write */
+      res = write_region(px, c->peer, s->outOff + c->outOff, (c->withData ? sizeof(gda_msg) : 0) + c->len,
+                         landing(s, px->rank, c->zoneOff), c->withData,
+                         note_encode_landing(px->rank, c->msg, c->zoneOff), CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_DATA));
     } else if (c->state == ST_SEND_MSG) {
       /* Messages ready back to back for the same peer sit in consecutive
        * slots at both ends: one write carries the whole run (up to the
@@ -504,17 +518,12 @@ static int post_ready(cco_gda_proxy* px) {
            x = x->next)
         c->run += x->slots, messages++;
       c->runMessages = messages;
-      uint64_t src = msg_out(s, c->peer, c->msg);
-      if (s->notify)
-        res = cco_net_write_notify(px->net, c->peer, s->mem + src, s->mr, c->run * sizeof(gda_msg), s->rkeys[c->peer],
-                                   inbox_slot(s, px->rank, c->msg), note_encode(px->rank, c->msg, c->run),
-                                   CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_MSG));
-      else
-        res = cco_net_write(px->net, c->peer, s->mem + src, s->mr, c->run * sizeof(gda_msg), s->rkeys[c->peer],
-                            inbox_slot(s, px->rank, c->msg), CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_MSG));
+      res = write_region(px, c->peer, msg_out(s, c->peer, c->msg), c->run * sizeof(gda_msg),
+                         inbox_slot(s, px->rank, c->msg), s->notify, note_encode(px->rank, c->msg, c->run),
+                         CCO_GDA_TAG(c, CCO_GDA_TAG_CHUNK_MSG));
     } else { /* ST_SEND_REPLY */
-      res = cco_net_write(px->net, c->peer, s->mem + s->outOff + c->outOff, s->mr, c->len, s->rkeys[c->peer],
-                          s->replyOff + c->m.zoneOff, CCO_GDA_TAG(c, CCO_GDA_TAG_REPLY));
+      res = write_region(px, c->peer, s->outOff + c->outOff, c->len, s->replyOff + c->m.zoneOff, false, 0,
+                         CCO_GDA_TAG(c, CCO_GDA_TAG_REPLY));
     }
     if (cco_gda_post_result(px, c->peer, res) == CCO_NET_BUSY) break;
     uint32_t taken = c->state == ST_SEND_MSG ? c->runMessages : 1;
@@ -654,8 +663,7 @@ static int take_inbox(cco_gda_proxy* px, int source) {
   while (r->taken != count) {
     uint64_t* inLanding = &r->landingMsg[r->taken % GDA_INBOX_SLOTS];
     const gda_msg* m =
-        (const gda_msg*)(s->mem + (*inLanding ? s->landOff + (uint64_t)source * s->landBytes + *inLanding - 1
-                                              : inbox_slot(s, source, r->taken)));
+        (const gda_msg*)(s->mem + (*inLanding ? landing(s, source, *inLanding - 1) : inbox_slot(s, source, r->taken)));
     cco_gda_chunk* c = chunk_new(s);
     if (!c) break;
     c->m = *m;
@@ -715,7 +723,7 @@ static int take_inbox(cco_gda_proxy* px, int source) {
       c->kind = CH_RX_PUT;
       uint64_t src = m->kind == MSG_PUT_VALUE
                          ? bounce(s, inbox_slot(s, source, r->taken) + offsetof(gda_msg, value))
-                         : bounce(s, s->landOff + (uint64_t)source * s->landBytes + m->zoneOff);
+                         : bounce(s, landing(s, source, m->zoneOff));
       res = job(px, &s->rxq, c, m->kind == MSG_SIGNAL ? 0 : local_addr(px, m->addr), src, c->len);
     } else {
       if (m->kind < MSG_PUT || m->kind > MSG_PUT_INLINE)
