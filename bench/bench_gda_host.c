@@ -248,6 +248,26 @@ static double gda_barrier(ccoDevComm* dc, int iters, int warm) {
   return us;
 }
 
+/* What tells this run's lines apart: provider, GDA path, notified writes. */
+typedef struct {
+  const char* provider;
+  const char* path;
+  int notify, ranks;
+} run_keys;
+
+/* Rank 0 prints a figure and its raw-engine reference, one line each. */
+static void emit_pair(const run_keys* k, const char* op, long long bytes, long long iters, const char* metric,
+                      double gda, double ref, const char* refName) {
+  if (rank != 0) return;
+  bench_line l;
+  bench_line_start(&l, "gda_host", op, bytes, k->ranks, iters);
+  bench_line_str(&l, "provider", k->provider);
+  bench_line_str(&l, "path", k->path);
+  bench_line_int(&l, "notify", k->notify);
+  bench_line_emit(&l, metric, gda, NULL);
+  bench_line_emit(&l, metric, ref, refName);
+}
+
 int main(int argc, char** argv) {
   bench_args a = {0};
   a.program = "cco-bench-gda-host";
@@ -288,9 +308,10 @@ int main(int argc, char** argv) {
   OK(ccoDevCommCreate(comm, &reqs, &dc));
   raw_engine raw;
   raw_open(&raw, maxBytes);
-  const char* path = getenv("CCO_GDA_PATH") && getenv("CCO_GDA_PATH")[0] ? getenv("CCO_GDA_PATH") : "auto";
-  const char* provider = getenv("CCO_NET_PROVIDER") && getenv("CCO_NET_PROVIDER")[0] ? getenv("CCO_NET_PROVIDER")
-                                                                                      : "tcp;ofi_rxm";
+  run_keys keys = {getenv("CCO_NET_PROVIDER") && getenv("CCO_NET_PROVIDER")[0] ? getenv("CCO_NET_PROVIDER")
+                                                                              : "tcp;ofi_rxm",
+                   getenv("CCO_GDA_PATH") && getenv("CCO_GDA_PATH")[0] ? getenv("CCO_GDA_PATH") : "auto",
+                   cco_net_can_notify(raw.net), size};
   int failed = 0;
   for (unsigned long long bytes = sw.min; wantLat && bytes && bytes <= sw.max; bytes = bench_sweep_next(&sw, bytes)) {
     double gda = gda_latency(&dc, win, (size_t)bytes, iters, warm);
@@ -300,36 +321,21 @@ int main(int argc, char** argv) {
       failed = 1;
       break;
     }
-    if (rank == 0) {
-      bench_line l;
-      bench_line_start(&l, "gda_host", "gda_host_latency", (long long)bytes, size, iters);
-      bench_line_str(&l, "provider", provider);
-      bench_line_str(&l, "path", path);
-      bench_line_int(&l, "notify", cco_net_can_notify(raw.net));
-      bench_line_emit(&l, "us", gda, NULL);
-      bench_line_emit(&l, "us", ref, "raw_engine");
-    }
+    emit_pair(&keys, "gda_host_latency", (long long)bytes, iters, "us", gda, ref, "raw_engine");
   }
   for (unsigned long long bytes = bw.min; wantBw && !failed && bytes; bytes = bench_sweep_next(&bw, bytes)) {
     long long byVolume = (long long)((256ull << 20) / bytes);
     int count = (int)(a.iters ? a.iters : byVolume < 4 ? 4 : byVolume > 4096 ? 4096 : byVolume);
     int bwWarm = (int)bench_args_warmup(&a, 2); /* -w is shared with latency's thousands of round trips */
-    double gda = gda_bandwidth(&dc, win, (size_t)bytes, count, bwWarm > 8 ? 8 : bwWarm);
-    double ref = raw_bandwidth(&raw, (size_t)bytes, count, bwWarm > 8 ? 8 : bwWarm);
+    if (bwWarm > 8) bwWarm = 8;
+    double gda = gda_bandwidth(&dc, win, (size_t)bytes, count, bwWarm);
+    double ref = raw_bandwidth(&raw, (size_t)bytes, count, bwWarm);
     if (gda < 0) {
       fprintf(stderr, "rank %d: a GDA put or flush failed at %llu bytes\n", rank, bytes);
       failed = 1;
       break;
     }
-    if (rank == 0) {
-      bench_line l;
-      bench_line_start(&l, "gda_host", "gda_host_put", (long long)bytes, size, count);
-      bench_line_str(&l, "provider", provider);
-      bench_line_str(&l, "path", path);
-      bench_line_int(&l, "notify", cco_net_can_notify(raw.net));
-      bench_line_emit(&l, "GBps", gda, NULL);
-      bench_line_emit(&l, "GBps", ref, "raw_engine");
-    }
+    emit_pair(&keys, "gda_host_put", (long long)bytes, count, "GBps", gda, ref, "raw_engine");
   }
   if (bench_args_want(&a, "barrier") && !failed) {
     double gda = gda_barrier(&dc, iters, warm);
@@ -337,14 +343,8 @@ int main(int argc, char** argv) {
     if (gda < 0) {
       fprintf(stderr, "rank %d: a GDA barrier sync failed\n", rank);
       failed = 1;
-    } else if (rank == 0) {
-      bench_line l;
-      bench_line_start(&l, "gda_host", "gda_host_barrier", BENCH_NO_BYTES, size, iters);
-      bench_line_str(&l, "provider", provider);
-      bench_line_str(&l, "path", path);
-      bench_line_int(&l, "notify", cco_net_can_notify(raw.net));
-      bench_line_emit(&l, "us", gda, NULL);
-      bench_line_emit(&l, "us", ref, "raw_engine_half_round_trip");
+    } else {
+      emit_pair(&keys, "gda_host_barrier", BENCH_NO_BYTES, iters, "us", gda, ref, "raw_engine_half_round_trip");
     }
   }
   OK(ccoBarrierAll(comm));
