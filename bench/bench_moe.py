@@ -4,7 +4,7 @@ its "NVSHMEM" symmetric-memory backend (torch.ops.symm_mem.all_to_all_vdev_2d fo
 all_to_all_vdev_2d_offset for combine), same tokens and routing, one JSON line per measurement:
 
     python3 bench/bench_moe.py --bin build/bin [--ranks 2[,4,8]] [--tokens 4096,128] [--jobs cco,torch]
-        [--hosts N] [--timeout SEC] [--dry-run]
+        [--parts 0[,32,...]] [--hosts N] [--timeout SEC] [--dry-run]
 
 The DeepSeek-V3 shape: hidden 7168, top-8 of 256 experts spread over the ranks, each token's 8
 experts distinct, chosen at random (seeded per rank); 4,096 tokens per rank in throughput mode, 128
@@ -13,10 +13,15 @@ too, since torch's exchange moves bf16 (compare bf16 against bf16). torch's exch
 per (token, expert) sorted by expert, cco one row per (token, rank) deduplicated: the comparison is
 of time, the bytes are each one's own.
 
-Timing, every rank at once (each job starts after a barrier), the slowest rank's figure: dispatch
-and combine apart with CUDA events around eager calls (median of 20 after 5 warm-up rounds), and
-the host time each eager call takes to return (host_us: the caller's cost of a launch); cco's
-pair also replayed in a CUDA graph (per pair). The floor: the bytes this rank's dispatch writes to
+Timing, every rank at once, the slowest rank's figure: dispatch and combine apart with CUDA events
+around eager calls (median of 20 after 5 warm-up rounds). Each round starts in step on the GPU: a
+spin kernel (torch.cuda._sleep) holds the stream while the host enqueues a device-side barrier (cco:
+barrier_on_stream; torch: its symmetric memory's barrier), the first event and the two calls, so
+the events time the GPU work of the calls from the moment every rank is ready, not the host's
+launch of the first call nor another rank's late start (the memcpy floor is timed back to back
+too); the host time each eager call takes to return is reported apart (host_us: the caller's cost
+of a launch). cco's pair also replayed in a CUDA graph (per pair). --parts runs cco's op with
+that many blocks per call (a list: one op each; 0: the mode's default). The floor: the bytes this rank's dispatch writes to
 its peers at the device-to-device cudaMemcpy speed measured in the same job with every rank copying
 at once (the ranks share one GPU); goal >= 0.8 of it in throughput mode. SMs used: cco's blocks per
 call (goal <= 24). After each rank count, ratio lines: cco bf16 (dispatch + combine) / torch's.
@@ -38,6 +43,9 @@ from perf_common import NVSHMEM_ENV, json_line, run_rank_mode_job, slowest_over 
 
 HIDDEN, TOPK, EXPERTS, SCALE_BLOCK = 7168, 8, 256, 128
 ROUNDS, WARMUP = 20, 5
+# The spin that holds the stream while the host enqueues a round: ~150 us at 2 GHz, longer than
+# the host takes to launch the barrier and both calls (host_us: 20-40 us a call).
+LEAD_CYCLES = 300_000
 
 
 def routing(torch, rank: int, tokens: int):
@@ -48,10 +56,12 @@ def routing(torch, rank: int, tokens: int):
     return x, w, ids
 
 
-def timed_pairs(torch, first, second, barrier):
+def timed_pairs(torch, first, second, barrier, device_barrier):
     """Median GPU times (us) of `first` and `second` called in turn, CUDA events around each, and
     the median host time (us) each call takes to return (what a launch costs the caller: the
-    arguments' checks, the views, the launch; the GPU work runs after)."""
+    arguments' checks, the views, the launch; the GPU work runs after). Each round starts with
+    every rank in step on the GPU (`device_barrier`, enqueued behind a spin kernel that hides the
+    host's enqueueing of the round: module doc)."""
     for _ in range(WARMUP):
         first()
         second()
@@ -60,6 +70,8 @@ def timed_pairs(torch, first, second, barrier):
     for _ in range(ROUNDS):
         barrier()
         e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+        torch.cuda._sleep(LEAD_CYCLES)
+        device_barrier()
         e[0].record()
         t0 = time.perf_counter()
         first()
@@ -93,7 +105,7 @@ def memcpy_gbps(torch, barrier) -> float:
     return 10 * src.numel() / (start.elapsed_time(stop) * 1e-3) / 1e9
 
 
-def rank_cco(tokens_list: List[int]) -> None:
+def rank_cco(tokens_list: List[int], parts_list: List[int]) -> None:
     import torch
 
     sys.path.insert(0, str(REPO / "python"))
@@ -114,10 +126,10 @@ def rank_cco(tokens_list: List[int]) -> None:
             x, w, ids = routing(torch, rank, tokens)
             owners = (ids // (EXPERTS // world)).tolist()
             dests = sum(len(set(r)) for r in owners)
-            for dtype in ("fp8", "bf16"):
+            for dtype, want_parts in [(d, p) for d in ("fp8", "bf16") for p in parts_list]:
                 cfg = EpDispatchCombineConfig(hidden_dim=HIDDEN, max_num_inp_token_per_rank=tokens,
                                               num_experts_per_rank=EXPERTS // world, num_experts_per_token=TOPK,
-                                              data_type=dtype, mode=mode)
+                                              data_type=dtype, mode=mode, parts=want_parts)
                 op = EpDispatchCombineOp(cfg, comm)
                 tok = (x.to(torch.float8_e4m3fn) if dtype == "fp8" else x.to(torch.bfloat16)).cuda()
                 scales = torch.ones((tokens, HIDDEN // SCALE_BLOCK), device="cuda") if dtype == "fp8" else None
@@ -132,7 +144,10 @@ def rank_cco(tokens_list: List[int]) -> None:
                 def combine():
                     op.combine(view, wd, out=out, out_weights=out_w)
 
-                d_us, c_us, d_host, c_host = timed_pairs(torch, dispatch, combine, comm.barrier)
+                def in_step():
+                    comm.barrier_on_stream(torch.cuda.current_stream())
+
+                d_us, c_us, d_host, c_host = timed_pairs(torch, dispatch, combine, comm.barrier, in_step)
                 d_us, c_us, d_host, c_host = slowest(d_us), slowest(c_us), slowest(d_host), slowest(c_host)
                 row = HIDDEN * (1 if dtype == "fp8" else 2) + (HIDDEN // SCALE_BLOCK * 4 if dtype == "fp8" else 0)
                 sent = dests * (row + TOPK * 8 + 8)
@@ -161,7 +176,8 @@ def rank_cco(tokens_list: List[int]) -> None:
                 pair_us = slowest(statistics.median(times))
                 del graph
                 if rank == 0:
-                    extra = dict(tokens=tokens, dtype=dtype, mode=mode, parts=parts, memcpy_gbps=round(bw_all, 1),
+                    extra = dict(tokens=tokens, dtype=dtype, mode=mode, parts=parts, parts_asked=want_parts,
+                                 memcpy_gbps=round(bw_all, 1),
                                  hosts=comm.node_count)
                     print(json_line("moe", "dispatch", sent, world, ROUNDS, "us", d_us, None,
                                     floor_us=round(floor_d, 2), of_floor=round(floor_d / d_us, 3),
@@ -218,6 +234,27 @@ def rank_torch(tokens_list: List[int]) -> None:
         out_so = symm((2, world * groups), torch.int64)
         back = symm((rows, HIDDEN), torch.bfloat16)
         back_so = symm((2, world * groups), torch.int64)
+        # A device-side barrier for the rounds' start: the symmetric memory's own, else a one-shot
+        # all-reduce of one element (a barrier in its kernel).
+        token = symm((1,), torch.float32)
+        handle = symm_mem.rendezvous(token, group)
+
+        try:
+            handle.barrier(channel=0)
+            torch.cuda.synchronize()
+            own_barrier = True
+        except (RuntimeError, NotImplementedError, AttributeError):
+            own_barrier = False
+        if rank == 0:
+            print(f"torch's rounds start after {'its barrier' if own_barrier else 'a one-shot all-reduce'}",
+                  file=sys.stderr, flush=True)
+
+        def in_step():
+            if own_barrier:
+                handle.barrier(channel=0)
+            else:
+                torch.ops.symm_mem.one_shot_all_reduce(token, "sum", group)
+
         dist.barrier()
 
         def dispatch():
@@ -226,7 +263,7 @@ def rank_torch(tokens_list: List[int]) -> None:
         def combine():
             torch.ops.symm_mem.all_to_all_vdev_2d_offset(out, back, out_so, back_so, group)
 
-        d_us, c_us, d_host, c_host = timed_pairs(torch, dispatch, combine, dist.barrier)
+        d_us, c_us, d_host, c_host = timed_pairs(torch, dispatch, combine, dist.barrier, in_step)
         torch.cuda.synchronize()
         correct = bool(torch.equal(back, inp))  # the rows come back where they were
         d_us, c_us, d_host, c_host = slowest(d_us), slowest(c_us), slowest(d_host), slowest(c_host)
@@ -250,7 +287,7 @@ def run_job(args, job: str, ranks: int) -> List[dict]:
         rows = max(int(t) for t in args.tokens.split(",")) * TOPK
         env.setdefault("NVSHMEM_SYMMETRIC_SIZE", str((2 + ranks) * rows * HIDDEN * 2 + (1 << 30)))
     return run_rank_mode_job("bench_moe", __file__, args.bin, job, ranks, args.timeout,
-                             ["--tokens", args.tokens], env, args.dry_run, hosts=args.hosts)
+                             ["--tokens", args.tokens, "--parts", args.parts], env, args.dry_run, hosts=args.hosts)
 
 
 def main() -> int:
@@ -259,6 +296,7 @@ def main() -> int:
     p.add_argument("--ranks", default="2,4")
     p.add_argument("--tokens", default="4096,128")
     p.add_argument("--jobs", default="cco,torch")
+    p.add_argument("--parts", default="0")
     p.add_argument("--hosts", type=int, default=1)
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--dry-run", action="store_true")
@@ -268,16 +306,18 @@ def main() -> int:
     if args.hosts > 1 and "torch" in args.jobs.split(","):
         p.error("--hosts: torch's exchange runs on one host only; pass --jobs cco")
     if args.rank_mode == "cco":
-        rank_cco(tokens)
+        rank_cco(tokens, [int(x) for x in args.parts.split(",")])
         return 0
     if args.rank_mode == "torch":
         rank_torch(tokens)
         return 0
+    first_parts = int(args.parts.split(",")[0])
     for ranks in (int(r) for r in args.ranks.split(",")):
         got: Dict[str, List[dict]] = {job: run_job(args, job, ranks) for job in args.jobs.split(",")}
         pick = {}
         for r in got.get("cco", []) + got.get("torch", []):
-            if r["op"] in ("dispatch", "combine") and r.get("dtype") == "bf16":
+            if r["op"] in ("dispatch", "combine") and r.get("dtype") == "bf16" and \
+                    r.get("parts_asked", first_parts) == first_parts:
                 pick.setdefault((r["ref"], r["tokens"]), 0.0)
                 pick[(r["ref"], r["tokens"])] += r["value"]
         for t in tokens:

@@ -123,7 +123,7 @@ LATE_PROTOTYPES = {
     "ccoBroadcast": (_res, [_p, _p, _p, _size, _int, _int, _p]),
     # comm, collective name, bytes, ccoAlgo_t*
     "ccoCollAlgorithm": (_res, [_p, ctypes.c_char_p, _size, _pint]),
-    # One-sided calls ordered on a stream (no Python wrappers yet).
+    # One-sided calls ordered on a stream (Communicator.put_on_stream ...).
     # comm, peer, dstWin, dstOff, srcWin, srcOff, bytes, stream
     "ccoPutOnStream": (_res, [_p, _int, _p, _size, _p, _size, _size, _p]),
     # ... then sigWin, sigOff, value, ccoStreamSignalOp_t, stream

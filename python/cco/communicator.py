@@ -142,6 +142,12 @@ def _stream(stream: Any) -> Optional[int]:
     return to_c(POINTER, "stream", stream) or None
 
 
+def _stream_of(stream: Any) -> Optional[int]:
+    """A stream as collectives.stream_handle takes it; None: the legacy
+    default stream."""
+    return None if stream is None else collectives.stream_handle(stream)
+
+
 # The communicator torch's allocator hooks draw from (cco.torch), so that
 # destroy() can switch them off before the handle goes away.
 _allocator_lock = threading.Lock()
@@ -435,6 +441,80 @@ class Communicator:
         stream = _stream(stream)
         self._check(self._lib.ccoStreamWaitSignal(self._h, sig_win.handle, sig_off, value,
                                                   stream))
+
+    # ------------------------------------------- one-sided, stream-ordered
+
+    _SIGNAL_OPS = {"set": 0, "add": 1}
+
+    def _signal_op(self, op: str) -> int:
+        if op not in self._SIGNAL_OPS:
+            raise CCOInvalidArgument(f"op must be 'set' or 'add', not {op!r}")
+        return self._SIGNAL_OPS[op]
+
+    def put_on_stream(self, peer: int, dst_win: "RegisteredWindow", dst_off: int,
+                      src_win: "RegisteredWindow", src_off: int, nbytes: int, stream: Any = None) -> None:
+        """Enqueues on `stream` a copy of nbytes from this rank's copy of
+        src_win at src_off into `peer`'s (world rank) copy of dst_win at
+        dst_off: the copy engine for a peer on this host, a GDA put for one
+        on another (ccoPutOnStream). Streams as :meth:`all_reduce`; the
+        host platform copies before returning."""
+        self.put_signal_on_stream(peer, dst_win, dst_off, src_win, src_off, nbytes, None, 0, 0, "set", stream)
+
+    def put_signal_on_stream(self, peer: int, dst_win: "RegisteredWindow", dst_off: int,
+                             src_win: "RegisteredWindow", src_off: int, nbytes: int,
+                             sig_win: Optional["RegisteredWindow"], sig_off: int, value: int,
+                             op: str = "set", stream: Any = None) -> None:
+        """:meth:`put_on_stream`, then peer's uint64 at sig_win + sig_off set
+        to (op "set") or increased by ("add") `value`, ordered after the
+        data: a peer that sees the signal sees the data
+        (ccoPutSignalOnStream; sig_win None: the put alone)."""
+        self._check_alive()
+        peer = to_c(INT, "peer", peer, low=0, high=self._size - 1)
+        dst_off = to_c(SIZE_T, "dst_off", dst_off, low=0)
+        src_off = to_c(SIZE_T, "src_off", src_off, low=0)
+        nbytes = to_c(SIZE_T, "nbytes", nbytes, low=0)
+        h = _stream_of(stream)
+        if sig_win is None:
+            self._check(_lib.function("ccoPutOnStream")(self._h, peer, dst_win.handle, dst_off, src_win.handle, src_off,
+                                                 nbytes, h))
+            return
+        sig_off = to_c(SIZE_T, "sig_off", sig_off, low=0)
+        value = to_c(UINT64, "value", value)
+        self._check(_lib.function("ccoPutSignalOnStream")(self._h, peer, dst_win.handle, dst_off, src_win.handle, src_off,
+                                                   nbytes, sig_win.handle, sig_off, value, self._signal_op(op), h))
+
+    def signal_on_stream(self, peer: int, sig_win: "RegisteredWindow", sig_off: int, value: int,
+                         op: str = "set", stream: Any = None) -> None:
+        """Enqueues: peer's uint64 at sig_win + sig_off set to ("set") or
+        increased by ("add", atomic) `value` once the stream's earlier work
+        is done (ccoSignalOnStream). Waiting for it:
+        :meth:`stream_wait_signal`."""
+        self._check_alive()
+        peer = to_c(INT, "peer", peer, low=0, high=self._size - 1)
+        sig_off = to_c(SIZE_T, "sig_off", sig_off, low=0)
+        value = to_c(UINT64, "value", value)
+        op_c = self._signal_op(op)
+        self._check(_lib.function("ccoSignalOnStream")(self._h, peer, sig_win.handle, sig_off, value, op_c,
+                                                _stream_of(stream)))
+
+    def barrier_on_stream(self, stream: Any = None) -> None:
+        """Collective, enqueued on `stream`: every rank's stream work before
+        it (puts and signals included) is complete and visible before any
+        rank's stream work after it starts (ccoBarrierOnStream; one block
+        on the GPU, capturable after the first call). The host platform
+        waits here. `stream`, here and in the other *_on_stream calls: a
+        handle, a torch or cupy stream or a CUstream; None is the legacy
+        default stream (pass torch.cuda.current_stream() to order it with
+        torch's work)."""
+        self._check_alive()
+        self._check(_lib.function("ccoBarrierOnStream")(self._h, _stream_of(stream)))
+
+    def quiet_on_stream(self, stream: Any = None) -> None:
+        """This rank's puts and signals enqueued on `stream` before it are
+        complete at their peers before the stream's later work
+        (ccoQuietOnStream; they already are, so nothing is enqueued)."""
+        self._check_alive()
+        self._check(_lib.function("ccoQuietOnStream")(self._h, _stream_of(stream)))
 
     # ---------------------------------------------------- host collectives
 

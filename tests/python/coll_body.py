@@ -37,7 +37,7 @@ OPS = ("sum", "max", "min")
 REDUCE = {"sum": np.add.reduce, "max": np.maximum.reduce, "min": np.minimum.reduce}
 C_NAMES = {"all_reduce": "ccoAllReduce", "all_gather": "ccoAllGather", "reduce_scatter": "ccoReduceScatter",
            "all_to_all": "ccoAlltoAll", "broadcast": "ccoBroadcast", "errors": "ccoAllReduce",
-           "algorithm": "ccoCollAlgorithm"}
+           "algorithm": "ccoCollAlgorithm", "stream_ops": "ccoBarrierOnStream"}
 WINDOW = 16 << 20
 OUT = WINDOW // 2  # outputs start here; inputs at 0
 SENTINEL = 99  # never a result (results lie in [-40, 40]), exact in every type
@@ -199,6 +199,42 @@ class Job:
             self.comm.barrier()
             mem.free()
 
+    def stream_ops(self) -> None:
+        """The one-sided calls ordered on a stream: a put with its signal to
+        the next rank, a plain put to the previous one, an add from every
+        rank to rank 0's counter, then barrier_on_stream; every rank checks
+        what reached it. Bad arguments are refused before C."""
+        n, me = self.n, self.rank
+        nxt, prv = (me + 1) % n, (me - 1) % n
+        sig_off = OUT + (1 << 20)  # uint64 words: [0] the put's signal, [1] the counter
+        src, dst = Typed(self.win, "int32", 64, 0), Typed(self.win, "int32", 128, OUT)
+        sig = Typed(self.win, "int32", 4, sig_off)
+        src.set(np.arange(64) + 1000 * (me + 1))
+        dst.set(np.full(128, -1))
+        sig.set(np.zeros(4))
+        self.comm.barrier()
+        self.comm.put_signal_on_stream(nxt, self.win, OUT, self.win, 0, 64 * 4, self.win, sig_off, 7 + me)
+        self.comm.put_on_stream(prv, self.win, OUT + 256, self.win, 0, 64 * 4)
+        self.comm.signal_on_stream(0, self.win, sig_off + 8, 1, op="add")
+        self.comm.quiet_on_stream()
+        self.comm.barrier_on_stream()
+        self.expect(dst.get()[:64], np.arange(64) + 1000 * (prv + 1), "put with signal from the previous rank")
+        self.expect(dst.get()[64:], np.arange(64) + 1000 * (nxt + 1), "put from the next rank")
+        words = sig.get()
+        self.expect(words[:2], np.array([7 + prv, 0]), "signal set by the previous rank")
+        if me == 0:
+            self.expect(words[2:], np.array([n, 0]), "counter every rank added 1 to")
+        for bad, call in (("op must be 'set' or 'add'",
+                           lambda: self.comm.signal_on_stream(nxt, self.win, sig_off, 1, op="xor")),
+                          ("peer", lambda: self.comm.signal_on_stream(n, self.win, sig_off, 1)),
+                          ("stream", lambda: self.comm.barrier_on_stream(stream="default"))):
+            try:
+                call()
+                raise AssertionError(f"a bad argument was taken ({bad})")
+            except (ValueError, TypeError) as exc:
+                assert bad in str(exc), str(exc)
+        self.comm.barrier()
+
     def healthy(self) -> None:
         error = self.comm.async_error
         assert error is None, f"the communicator failed in the background: {error}"
@@ -217,7 +253,7 @@ class Job:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="comma-separated: all_reduce, all_gather, reduce_scatter, "
-                    "all_to_all, broadcast, errors, algorithm")
+                    "all_to_all, broadcast, errors, algorithm, stream_ops")
     ap.add_argument("--algo", default="", help="the CCO_ALGO this job runs under (checked by collective_algorithm)")
     ap.add_argument("--small", action="store_true", help="counts up to 4 Ki elements only")
     args = ap.parse_args()
@@ -261,6 +297,8 @@ def main() -> int:
                                           lambda: job.broadcast(dtype, n, root, in_place))
             elif part == "errors":
                 job.check("errors: unregistered memory, a buffer past its window", job.errors)
+            elif part == "stream_ops":
+                job.check("put / signal / barrier / quiet on a stream", job.stream_ops)
             elif part == "algorithm":
                 job.check("collective_algorithm", lambda: job.algorithm(args.algo))
         job.check("no asynchronous error", job.healthy)
