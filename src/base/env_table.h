@@ -97,6 +97,9 @@
     "and at what fits on the GPU (every rank must use the same value)")                     \
   X(CCO_COLL_TIMEOUT, NULL, DOUBLE, "120", COLL, NULL,                                      \
     "host platform: seconds a collective's CPU workers may run before the communicator "   \
-    "fails with ccoTimeout (ranks that called different collectives); 0 waits forever")
+    "fails with ccoTimeout (ranks that called different collectives); 0 waits forever")    \
+  X(CCO_MOE_COMBINE_LOADS, NULL, ENUM, "12", OPS, "4,8,12",                                 \
+    "16-byte loads each lane of the MoE combine keeps in flight (4, 8 or 12), over 2 "      \
+    "ranks at a time up to 2 ranks, over 4 from 3 on; read when an op is made")
 
 #endif /* CCO_BASE_ENV_TABLE_H_ */

@@ -69,6 +69,7 @@ struct ccoMoeOp {
   uint64_t statusDev;
   uint32_t parts;
   double timeout;
+  uint32_t combineLoads; /* CCO_MOE_COMBINE_LOADS */
   void* module; /* CUDA */
   void* kernels[2];
   pthread_mutex_t lock;

@@ -201,6 +201,7 @@ ccoResult_t ccoMoeCreate(ccoComm* comm, const ccoMoeConfig* config, ccoMoeOp** o
   op->net = comm->topo.nNodes > 1;
   cco_moe_layout(config, comm->nRanks, op->net, &op->layout);
   op->timeout = cco_env_double(CCO_ENV_ID_CCO_COLL_TIMEOUT);
+  op->combineLoads = 4u * (uint32_t)(cco_env_enum(CCO_ENV_ID_CCO_MOE_COMBINE_LOADS) + 1);
   pthread_mutex_init(&op->lock, NULL);
   res = create(op);
   if (res != ccoSuccess) {
@@ -269,6 +270,7 @@ static void base_args(const ccoMoeOp* op, ccoMoeDevArgs* a) {
   a->offRoutingW = l->offset[ccoMoeRoutingWeights];
   a->status = op->statusDev;
   a->timeoutNs = op->timeout > 0 ? (uint64_t)(op->timeout * 1e9) : 0;
+  a->combineLoads = op->combineLoads;
   a->hidden = (uint32_t)op->cfg.hidden;
   a->tokenBytes = (uint32_t)l->tokenBytes;
   a->scaleCount = (uint32_t)l->scaleCount;

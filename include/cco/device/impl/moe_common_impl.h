@@ -60,6 +60,8 @@ typedef struct {
   uint32_t topk, expertsPerRank, nRanks, maxRecv;
   uint32_t me;             /* this rank (world) */
   uint32_t useCombWeights; /* combine: gathered weights from the combine-weights region, else the dispatched */
+  uint32_t combineLoads;   /* combine: 16-byte loads in flight per lane, 4, 8 or 12 (CCO_MOE_COMBINE_LOADS) */
+  uint32_t pad0;
   /* Across hosts (net != 0): peers on this host by LSA, the others by GDA
    * from the staging regions (docs/moe.md). On one host LSA ranks are world
    * ranks and selfLsa is me. */

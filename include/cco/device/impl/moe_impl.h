@@ -129,35 +129,46 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_moe_dispatch_part(const ccoDevComm* dc
 /* Token t's row: the sum, in rank order and fp32, of the rows the ranks it
  * went to hold for it, rounded once to bf16; and its weights, each from the
  * rank that owns that choice's expert. */
-/* `net`: a->net, as a constant at each call (the one-host instance keeps
- * none of the other hosts' branches in its loop). */
-CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t t, uint32_t lane,
-                                           uint32_t lanes, const int net) {
-  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRouting) + (uint64_t)t * a->nRanks;
+/* Vectors of a row each lane keeps in flight: `ranks` ranks at a time, `vecs`
+ * 16-byte vectors of each, a->combineLoads = ranks x vecs in all
+ * (CCO_MOE_COMBINE_LOADS, 12 by default: 2 x 6 up to two ranks, 4 x 3 from
+ * three on; 4 x 2 for every rank count before, when half of the slots held
+ * ranks that do not exist at two ranks, and the combine of 7 KiB bf16 rows
+ * waited for memory once per KiB a rank). */
+#define CCO_IMPL_MOE_GATHER_RANKS 4 /* most ranks at a time */
+#define CCO_IMPL_MOE_GATHER_VECS 6  /* most vectors of each */
+CCO_DEVICE_INLINE void cco_impl_moe_gather_row(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t t,
+                                               const int32_t* route, uint32_t lane, uint32_t lanes, const int net,
+                                               const int ranks, const int vecs) {
   uint64_t rowBytes = (uint64_t)a->hidden * 2u;
   uint64_t dst = a->out + (uint64_t)t * rowBytes;
   const uint32_t zero[4] = {0, 0, 0, 0};
-  /* Two vectors per lane and four ranks at a time: eight loads in flight
-   * before the first is summed, the sum still in rank order. */
   const uint64_t stride = (uint64_t)lanes * 16u;
-  for (uint64_t o = (uint64_t)lane * 16u; o < rowBytes; o += 2u * stride) {
-    float acc[2][8] = {{0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}};
-    for (uint32_t d0 = 0; d0 < a->nRanks; d0 += 4u) {
-      cco_impl_v16 v[4][2];
-      int32_t slot[4];
-      CCO_IMPL_UNROLL_ for (int i = 0; i < 4; i++) {
+  for (uint64_t o = (uint64_t)lane * 16u; o < rowBytes; o += (uint64_t)vecs * stride) {
+    /* Every entry set, also the ones this shape leaves unused (gcc cannot
+     * tell they are; nvcc drops them). */
+    float acc[CCO_IMPL_MOE_GATHER_VECS][8];
+    CCO_IMPL_UNROLL_ for (int h = 0; h < CCO_IMPL_MOE_GATHER_VECS; h++) CCO_IMPL_UNROLL_ for (int m = 0; m < 8; m++)
+        acc[h][m] = 0.0f;
+    for (uint32_t d0 = 0; d0 < a->nRanks; d0 += (uint32_t)ranks) {
+      cco_impl_v16 v[CCO_IMPL_MOE_GATHER_RANKS][CCO_IMPL_MOE_GATHER_VECS];
+      int32_t slot[CCO_IMPL_MOE_GATHER_RANKS] = {-1, -1, -1, -1};
+#if !CCO_ARCH_GPU
+      __builtin_memset(v, 0, sizeof(v)); /* see cco_impl_moe_copy */
+#endif
+      CCO_IMPL_UNROLL_ for (int i = 0; i < ranks; i++) {
         slot[i] = d0 + (uint32_t)i < a->nRanks ? route[d0 + (uint32_t)i] : -1;
         uint64_t row = slot[i] < 0 ? 0
                        : net ? cco_impl_moe_comb_at(dc, a, t, d0 + (uint32_t)i, slot[i], 0)
                              : cco_impl_moe_peer(a, (int)(d0 + (uint32_t)i), a->offCombIn + (uint64_t)slot[i] * rowBytes);
-        CCO_IMPL_UNROLL_ for (int h = 0; h < 2; h++) {
+        CCO_IMPL_UNROLL_ for (int h = 0; h < vecs; h++) {
           uint64_t at = o + (uint64_t)h * stride;
           v[i][h] = slot[i] >= 0 && at < rowBytes ? cco_impl_ld_v16(row + at) : cco_impl_v16_make(zero);
         }
       }
-      CCO_IMPL_UNROLL_ for (int i = 0; i < 4; i++) {
+      CCO_IMPL_UNROLL_ for (int i = 0; i < ranks; i++) {
         if (slot[i] < 0) continue;
-        CCO_IMPL_UNROLL_ for (int h = 0; h < 2; h++) {
+        CCO_IMPL_UNROLL_ for (int h = 0; h < vecs; h++) {
           CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) {
             uint32_t w = cco_impl_v16_word(v[i][h], m);
             acc[h][2 * m] += ccoBfloat16ToFloat((uint16_t)w);
@@ -166,7 +177,7 @@ CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoDevComm* dc, const ccoMoeDev
         }
       }
     }
-    CCO_IMPL_UNROLL_ for (int h = 0; h < 2; h++) {
+    CCO_IMPL_UNROLL_ for (int h = 0; h < vecs; h++) {
       uint64_t at = o + (uint64_t)h * stride;
       if (at >= rowBytes) continue;
       uint32_t w[4];
@@ -174,6 +185,23 @@ CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoDevComm* dc, const ccoMoeDev
           (uint32_t)ccoFloatToBfloat16(acc[h][2 * m]) | ((uint32_t)ccoFloatToBfloat16(acc[h][2 * m + 1]) << 16);
       cco_impl_st_v16(dst + at, cco_impl_v16_make(w), 16u);
     }
+  }
+}
+
+/* `net`: a->net, as a constant at each call (the one-host instance keeps
+ * none of the other hosts' branches in its loop). */
+CCO_DEVICE_INLINE void cco_impl_moe_gather(const ccoDevComm* dc, const ccoMoeDevArgs* a, uint32_t t, uint32_t lane,
+                                           uint32_t lanes, const int net) {
+  const int32_t* route = (const int32_t*)ccoGetLsaPeerPtr(a->win, (int)a->selfLsa, a->offRouting) + (uint64_t)t * a->nRanks;
+  const uint32_t loads = a->combineLoads;
+  if (a->nRanks <= 2u) {
+    if (loads <= 4u) cco_impl_moe_gather_row(dc, a, t, route, lane, lanes, net, 2, 2);
+    else if (loads <= 8u) cco_impl_moe_gather_row(dc, a, t, route, lane, lanes, net, 2, 4);
+    else cco_impl_moe_gather_row(dc, a, t, route, lane, lanes, net, 2, 6);
+  } else {
+    if (loads <= 4u) cco_impl_moe_gather_row(dc, a, t, route, lane, lanes, net, 4, 1);
+    else if (loads <= 8u) cco_impl_moe_gather_row(dc, a, t, route, lane, lanes, net, 4, 2);
+    else cco_impl_moe_gather_row(dc, a, t, route, lane, lanes, net, 4, 3);
   }
   if (!a->outWeights) return;
   /* The dispatched weights are this rank's own copy: the owner's copy
