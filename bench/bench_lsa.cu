@@ -17,6 +17,9 @@
 //    ccoLsaSignalStore into the peer's signal word, ccoSignalWaitUntil on
 //    its own; half round trip. Reference: the same ping-pong on the same
 //    window memory with raw volatile stores/loads and __threadfence_system.
+//    Variant "relaxed": ccoLsaSignalStoreRelaxed (orders nothing before it),
+//    whose reference is NVSHMEM's signal_op (nvshmem_ref), which orders
+//    nothing either; the release store's is NVSHMEM's putmem_signal.
 //    -n round trips (20000) after -w (1000).
 // 3. barrier (op lsa_barrier): ccoLsaBarrierSync at block scope, -n times
 //    (10000, after -w 200) in one kernel of one block per rank. Reference:
@@ -72,8 +75,10 @@ static void bench_put(ccoWindow_t win, const bench_sweep* sw, int iters, int war
 
 // Role 0 signals first; values base+1 .. base+warm+iters, so no word is ever
 // reset between runs. *ns: time of the last `iters` round trips.
+// relaxed: ccoLsaSignalStoreRelaxed, which orders nothing before it (as
+// NVSHMEM's signal_op), instead of the release store.
 __global__ void pingpong_cco(ccoDevComm dc, ccoWindow_t win, int role, uint64_t base, uint32_t warm, uint32_t iters,
-                             unsigned long long* ns, unsigned int* bad) {
+                             unsigned long long* ns, unsigned int* bad, int relaxed) {
   ccoWindowDevice w = *win;
   uint64_t* mine = (uint64_t*)ccoGetLocalPtr(&w, kSigOff);
   uint64_t* theirs = (uint64_t*)ccoGetLsaPeerPtr(&w, 1 - role, kSigOff);
@@ -81,12 +86,18 @@ __global__ void pingpong_cco(ccoDevComm dc, ccoWindow_t win, int role, uint64_t 
   for (uint32_t i = 1; i <= warm + iters; i++) {
     if (i == warm + 1) t0 = cco_impl_clock_ns();
     uint64_t v = base + i;
-    if (role == 0) ccoLsaSignalStore(&dc, theirs, v);
+    if (role == 0) {
+      if (relaxed) ccoLsaSignalStoreRelaxed(&dc, theirs, v);
+      else ccoLsaSignalStore(&dc, theirs, v);
+    }
     if (ccoSignalWaitUntil(&dc, mine, v, 0) != ccoDevSuccess) {
       *bad = 1;
       return;
     }
-    if (role == 1) ccoLsaSignalStore(&dc, theirs, v);
+    if (role == 1) {
+      if (relaxed) ccoLsaSignalStoreRelaxed(&dc, theirs, v);
+      else ccoLsaSignalStore(&dc, theirs, v);
+    }
   }
   *ns = cco_impl_clock_ns() - t0;
 }
@@ -119,26 +130,26 @@ __global__ void pingpong_raw(ccoWindow_t win, int role, uint64_t base, uint32_t 
 static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters, uint32_t warm, int rank, int size,
                            int lsaRank, cudaStream_t st, unsigned long long* dNs, unsigned int* dBad) {
   const int trials = 5;
-  double cco[trials], raw[trials];
+  double cco[trials], raw[trials], relaxed[trials];
   uint64_t base = 0;
   unsigned int bad = 0;
   for (int t = 0; t < trials; t++) {
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 3; kind++) {
       CCO_OK(ccoBarrierAll(comm));
       unsigned long long ns = 0;
       if (lsaRank < 2) {
-        if (kind == 0) pingpong_cco<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs, dBad);
+        if (kind != 1) pingpong_cco<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs, dBad, kind == 2);
         else pingpong_raw<<<1, 1, 0, st>>>(win, lsaRank, base, warm, iters, dNs);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
         CUDA_OK(cudaStreamSynchronize(st));
       }
-      (kind == 0 ? cco : raw)[t] = ns * 1e-3 / iters / 2; // us per one-way trip
+      (kind == 0 ? cco : kind == 1 ? raw : relaxed)[t] = ns * 1e-3 / iters / 2; // us per one-way trip
+      base += warm + iters; // each kind's values above the last's: no word is ever reset
     }
-    base += warm + iters;
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
-  double c = bench_median(cco, trials), r = bench_median(raw, trials);
+  double c = bench_median(cco, trials), r = bench_median(raw, trials), x = bench_median(relaxed, trials);
   if (rank == 0) {
     bench_line l;
     bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
@@ -151,6 +162,12 @@ static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters
     bench_line_int(&l, "trials", trials);
     bench_line_num(&l, "min_us", raw[0]);
     bench_line_emit(&l, "us", r, "raw_flag");
+    // The relaxed signal: NVSHMEM's signal_op (nvshmem_ref) is its reference.
+    bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
+    bench_line_int(&l, "trials", trials);
+    bench_line_str(&l, "variant", "relaxed");
+    bench_line_num(&l, "min_us", relaxed[0]);
+    bench_line_emit(&l, "us", x, NULL);
   }
 }
 
@@ -202,7 +219,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
                           cudaStream_t st, unsigned long long* dNs, unsigned int* dBad) {
   const uint32_t threads = 128;
   const int trials = 5;
-  double cco[trials], raw[trials];
+  double cco[trials], raw[trials], relaxed[trials];
   uint32_t epoch = 0;
   unsigned int bad = 0;
   for (int t = 0; t < trials; t++) {
@@ -219,7 +236,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
     }
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
-  double c = bench_median(cco, trials), r = bench_median(raw, trials);
+  double c = bench_median(cco, trials), r = bench_median(raw, trials), x = bench_median(relaxed, trials);
   if (rank == 0) {
     for (int kind = 0; kind < 2; kind++) {
       bench_line l;

@@ -156,6 +156,17 @@ CCO_DEVICE_INLINE uint64_t ccoLsaSignalAdd(const ccoDevComm* dc, uint64_t* signa
   return cco_impl_atomic_add_release_scoped_u64(signal, value, (int)dc->lsaScopeGpu);
 }
 
+/* The same signals without ordering anything before them: flags that
+ * carry no data of their own (NVSHMEM's signal_op, which orders nothing
+ * either), without the fence a release costs. A peer that must see what
+ * this thread wrote before the signal needs ccoLsaSignalStore / Add. */
+CCO_DEVICE_INLINE void ccoLsaSignalStoreRelaxed(const ccoDevComm* dc, uint64_t* signal, uint64_t value) {
+  cco_impl_st_relaxed_scoped_u64(signal, value, (int)dc->lsaScopeGpu);
+}
+CCO_DEVICE_INLINE uint64_t ccoLsaSignalAddRelaxed(const ccoDevComm* dc, uint64_t* signal, uint64_t value) {
+  return cco_impl_atomic_add_relaxed_scoped_u64(signal, value, (int)dc->lsaScopeGpu);
+}
+
 CCO_DEVICE_INLINE int ccoDevCommAborted(const ccoDevComm* dc) {
   const uint32_t* flag = (const uint32_t*)(uintptr_t)dc->abortFlag;
   return flag && cco_impl_ld_relaxed_u32(flag) != 0;
@@ -167,8 +178,10 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSignalWaitUntil(const ccoDevComm* dc, const 
                                                     uint64_t value, uint64_t timeoutNs) {
   uint64_t start = timeoutNs ? cco_impl_clock_ns() : 0;
   for (uint32_t spins = 0;; spins++) {
-    if ((int64_t)(cco_impl_ld_acquire_scoped_u64(signal, (int)dc->lsaScopeGpu) - value) >= 0)
+    if ((int64_t)(cco_impl_poll_scoped_u64(signal, (int)dc->lsaScopeGpu) - value) >= 0) {
+      cco_impl_poll_end((int)dc->lsaScopeGpu); /* acquire: what came before the signal is visible */
       return ccoDevSuccess;
+    }
     if ((spins & 255) == 255) {
       if (ccoDevCommAborted(dc)) return ccoDevAborted;
       if (timeoutNs && cco_impl_clock_ns() - start > timeoutNs) return ccoDevTimeout;
@@ -246,7 +259,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWaitTimeout(ccoLsaBarrierSession* 
   for (uint32_t p = ccoCoopRank(s->coop); p < (uint32_t)s->lsaSize && st == ccoDevSuccess;
        p += ccoCoopSize(s->coop)) {
     for (uint32_t spins = 0;; spins++) {
-      if ((int32_t)(cco_impl_ld_acquire_scoped_u32(&s->inbox[p], s->gpuScope) - s->epoch) >= 0) break;
+      if ((int32_t)(cco_impl_poll_scoped_u32(&s->inbox[p], s->gpuScope) - s->epoch) >= 0) break;
       if ((spins & 255) == 255) {
         if (s->abortFlag && cco_impl_ld_relaxed_u32(s->abortFlag)) {
           st = ccoDevAborted;
@@ -260,7 +273,10 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWaitTimeout(ccoLsaBarrierSession* 
       cco_impl_spin_pause(spins);
     }
   }
-  /* One verdict for the whole scope: the worst status any thread saw. */
+  /* Every arrival this thread saw is acquired (one fence after the relaxed
+   * polls), then one verdict for the whole scope: the worst status any
+   * thread saw (its sync orders the other threads after this one). */
+  cco_impl_poll_end(s->gpuScope);
   return cco_impl_lsa_scope_status(s->coop, st);
 }
 

@@ -134,6 +134,8 @@ ENTRY dev_signals(ccoDevComm dc, uint64_t* sig, uint32_t* out) {
   ccoLsaSignalStore(&dc, sig + 1, 5);
   ccoLsaSignalAdd(&dc, sig + 1, 1);
   out[4] = (uint32_t)ccoLsaSignalLoad(&dc, sig + 1);
+  ccoLsaSignalStoreRelaxed(&dc, sig + 2, 7);
+  out[5] = (uint32_t)ccoLsaSignalAddRelaxed(&dc, sig + 2, 1);
 }
 
 /* The scope is a run-time value here, so every scope's code is compiled. */
@@ -212,7 +214,7 @@ ENTRY dev_sdma(ccoDevComm dc, ccoWindow_t win, uint32_t* out) {
 #include <string.h>
 
 /* One rank alone: its window and resources are plain arrays. */
-static uint64_t g_win[128], g_res[64], g_sig[2];
+static uint64_t g_win[128], g_res[64], g_sig[3];
 static uint32_t g_abort, g_u32[4];
 static uint64_t g_u64[2];
 static int32_t g_member0;
@@ -273,9 +275,10 @@ int main(void) {
   EXPECT(t[0] == 1 && t[1] == 0 && t[2] == 0 && t[3] == 1 && t[4] == 1);
   EXPECT(t[5] == p8 && t[6] == p8 && t[7] == p8);
 
-  uint32_t s[5];
+  uint32_t s[6];
   dev_signals(dc, g_sig, s);
   EXPECT(s[0] == 3 && s[1] == ccoDevSuccess && s[2] == ccoDevTimeout && s[3] == 0 && s[4] == 6);
+  EXPECT(s[5] == 7 && g_sig[2] == 8); /* relaxed store, then relaxed add (old value back) */
 
   for (uint32_t coop = 0; coop < 3; coop++) {
     uint32_t b[2];

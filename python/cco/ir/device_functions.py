@@ -159,6 +159,10 @@ _add("lsa_signal_store", [DC, SIG, VALUE], I32,
 _add("lsa_signal_load", [DC, SIG], U64, "return ccoLsaSignalLoad(CCO_IR_DC(dev_comm), CCO_IR_U64P(signal));")
 _add("lsa_signal_add", [DC, SIG, VALUE], U64,
      "return ccoLsaSignalAdd(CCO_IR_DC(dev_comm), CCO_IR_U64P(signal), value);")
+_add("lsa_signal_store_relaxed", [DC, SIG, VALUE], I32,
+     "ccoLsaSignalStoreRelaxed(CCO_IR_DC(dev_comm), CCO_IR_U64P(signal), value);\n  return ccoDevSuccess;")
+_add("lsa_signal_add_relaxed", [DC, SIG, VALUE], U64,
+     "return ccoLsaSignalAddRelaxed(CCO_IR_DC(dev_comm), CCO_IR_U64P(signal), value);")
 
 # ------------------------------------------------------------ LSA barriers
 # A session lives in one call: it opens, acts and stores its epoch back, so

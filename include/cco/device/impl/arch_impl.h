@@ -161,6 +161,66 @@ CCO_DEVICE_INLINE uint64_t cco_impl_atomic_add_release_scoped_u64(uint64_t* p, u
 #endif
 }
 
+/* Relaxed, at the LSA scope: signals that order nothing before them, and
+ * the polls of the waits (which fence once, when the value is there). */
+CCO_DEVICE_INLINE void cco_impl_st_relaxed_scoped_u64(uint64_t* p, uint64_t v, int gpuScope) {
+#if CCO_ARCH_GPU
+  if (gpuScope) __asm__ volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else __asm__ volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  (void)gpuScope;
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+CCO_DEVICE_INLINE uint64_t cco_impl_atomic_add_relaxed_scoped_u64(uint64_t* p, uint64_t v, int gpuScope) {
+#if CCO_ARCH_GPU
+  uint64_t old;
+  if (gpuScope) __asm__ volatile("atom.relaxed.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  else __asm__ volatile("atom.relaxed.sys.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+#else
+  (void)gpuScope;
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* A wait's poll and its end. On a GPU the poll is a relaxed load and the
+ * wait fences once (fence.acq_rel at the scope) when the value is there:
+ * a strong read followed by that fence is an acquire pattern of PTX's
+ * memory model, and the polls themselves carry no fence each. On the host
+ * platform the poll is an acquire load and the end nothing (ThreadSanitizer
+ * models no fences). */
+CCO_DEVICE_INLINE uint64_t cco_impl_poll_scoped_u64(const uint64_t* p, int gpuScope) {
+#if CCO_ARCH_GPU
+  uint64_t v;
+  if (gpuScope) __asm__ volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else __asm__ volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  (void)gpuScope;
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+CCO_DEVICE_INLINE uint32_t cco_impl_poll_scoped_u32(const uint32_t* p, int gpuScope) {
+#if CCO_ARCH_GPU
+  uint32_t v;
+  if (gpuScope) __asm__ volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  else __asm__ volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  (void)gpuScope;
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+CCO_DEVICE_INLINE void cco_impl_poll_end(int gpuScope) {
+#if CCO_ARCH_GPU
+  if (gpuScope) __asm__ volatile("fence.acq_rel.gpu;" ::: "memory");
+  else __asm__ volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+  (void)gpuScope;
+#endif
+}
+
 /* Returns the old value. */
 CCO_DEVICE_INLINE uint64_t cco_impl_atomic_add_release_u64(uint64_t* p, uint64_t v) {
 #if CCO_ARCH_GPU

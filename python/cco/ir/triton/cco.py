@@ -226,6 +226,18 @@ class LsaSignal:
     def add(dev_comm, signal, value, _semantic=None, _builder=None):
         return call("cco_ir_lsa_signal_add", [dev_comm, signal, value], _ctx(_semantic, _builder))
 
+    @staticmethod
+    @core.extern
+    def store_relaxed(dev_comm, signal, value, _semantic=None, _builder=None):
+        """store without ordering earlier writes (a flag that carries no data)."""
+        return call("cco_ir_lsa_signal_store_relaxed", [dev_comm, signal, value], _ctx(_semantic, _builder))
+
+    @staticmethod
+    @core.extern
+    def add_relaxed(dev_comm, signal, value, _semantic=None, _builder=None):
+        """add without ordering earlier writes."""
+        return call("cco_ir_lsa_signal_add_relaxed", [dev_comm, signal, value], _ctx(_semantic, _builder))
+
 
 class LsaBarrier:
     """LSA barrier ``index`` of the device communicator. Use block scope in
