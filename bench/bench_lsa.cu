@@ -1,7 +1,7 @@
 // LSA device API benchmarks, one rank of a job started by ccorun (MPS for
 // several ranks on one GPU):
 //
-//   ccorun -n N cco-bench-lsa [-b 256M] [-e 256M] [-n N] [-w N] [put] [pingpong] [barrier]
+//   ccorun -n N cco-bench-lsa [-b 256M] [-e 256M] [-n N] [-w N] [put] [pingpong] [barrier] [rate]
 //
 // One JSON line per measurement from rank 0 (bench_json.h), each next to its
 // reference measured in the same run (bench/nvshmem_ref.cu measures the same
@@ -25,6 +25,11 @@
 //    (10000, after -w 200) in one kernel of one block per rank. Reference:
 //    the same all-to-all flag barrier written with volatile stores/loads and
 //    __threadfence_system.
+// 4. rate (op signal_rate): 32 x 256 threads on every rank each add 1 to
+//    their own word of the next LSA rank's window, -n times (256) in a row,
+//    variant "relaxed" (ccoLsaSignalAddRelaxed) and "release"
+//    (ccoLsaSignalAdd); messages of all ranks per second over the slowest
+//    rank's kernel (CUDA events). Reference: nvshmem_ref's signal_op ADD.
 //
 // Medians over alternating trials. In-kernel times come from %globaltimer.
 #include <cuda_runtime.h>
@@ -46,9 +51,11 @@ enum : uint64_t {
   kSigOff = 0,         // uint64_t: cco ping-pong word
   kRawSigOff = 256,    // uint64_t: raw ping-pong word (another cache line)
   kRawBarOff = 4096,   // uint32_t[lsaSize]: raw barrier inbox
+  kRateOff = 64u << 10, // uint64_t[kRateBlocks * kRateThreads]: message-rate words
   kSrcOff = 2u << 20,  // put source
 };
-static const char* const kOps[] = {"put", "pingpong", "barrier", NULL};
+static const char* const kOps[] = {"put", "pingpong", "barrier", "rate", NULL};
+static const uint32_t kRateBlocks = 32, kRateThreads = 256; // 8192 words, 64 KiB
 
 // ------------------------------------------------------------ 1. put
 
@@ -219,7 +226,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
                           cudaStream_t st, unsigned long long* dNs, unsigned int* dBad) {
   const uint32_t threads = 128;
   const int trials = 5;
-  double cco[trials], raw[trials], relaxed[trials];
+  double cco[trials], raw[trials];
   uint32_t epoch = 0;
   unsigned int bad = 0;
   for (int t = 0; t < trials; t++) {
@@ -236,7 +243,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
     }
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
-  double c = bench_median(cco, trials), r = bench_median(raw, trials), x = bench_median(relaxed, trials);
+  double c = bench_median(cco, trials), r = bench_median(raw, trials);
   if (rank == 0) {
     for (int kind = 0; kind < 2; kind++) {
       bench_line l;
@@ -250,6 +257,65 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
   }
 }
 
+// ---------------------------------------------------- 4. message rate
+
+// Every thread of every rank adds 1 to its own word of the next LSA rank's
+// window, `per` times: many small signals from many threads at once.
+__global__ void rate_cco(ccoDevComm dc, ccoWindow_t win, int peer, uint32_t per, int release) {
+  ccoWindowDevice w = *win;
+  uint32_t id = blockIdx.x * blockDim.x + threadIdx.x;
+  uint64_t* word = (uint64_t*)ccoGetLsaPeerPtr(&w, peer, kRateOff + (uint64_t)id * 8u);
+  for (uint32_t i = 0; i < per; i++) {
+    if (release) ccoLsaSignalAdd(&dc, word, 1);
+    else ccoLsaSignalAddRelaxed(&dc, word, 1);
+  }
+}
+
+static void bench_rate(const ccoDevComm* dc, ccoWindow_t win, void* local, uint32_t per, int rank, int size,
+                       int lsaRank, int lsaSize, cudaStream_t st) {
+  const int trials = 5;
+  const char* names[2] = {"relaxed", "release"};
+  int peer = (lsaRank + 1) % lsaSize;
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  unsigned long long expect = 0;
+  bool wrong = false;
+  for (int variant = 0; variant < 2; variant++) {
+    double v[trials];
+    for (int t = 0; t < trials; t++) {
+      CCO_OK(ccoBarrierAll(comm));
+      CUDA_OK(cudaEventRecord(e0, st));
+      rate_cco<<<kRateBlocks, kRateThreads, 0, st>>>(*dc, win, peer, per, variant);
+      CUDA_OK(cudaGetLastError());
+      CUDA_OK(cudaEventRecord(e1, st));
+      CUDA_OK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+      expect += per;
+      v[t] = bench_slowest(comm, ms * 1e3, size); // us
+    }
+    double us = bench_median(v, trials);
+    double msgs = (double)kRateBlocks * kRateThreads * per * lsaSize;
+    if (rank == 0) {
+      bench_line l;
+      bench_line_start(&l, "lsa", "signal_rate", 8, size, per);
+      bench_line_str(&l, "variant", names[variant]);
+      bench_line_int(&l, "threads", kRateBlocks * kRateThreads);
+      bench_line_int(&l, "trials", trials);
+      bench_line_emit(&l, "Mmsg_per_s", msgs / us, NULL);
+    }
+  }
+  // Every word got every add: the previous rank's threads, trials x per each.
+  CCO_OK(ccoBarrierAll(comm));
+  static unsigned long long words[kRateBlocks * kRateThreads];
+  CUDA_OK(cudaMemcpy(words, (char*)local + kRateOff, sizeof(words), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) wrong |= words[i] != expect;
+  if (wrong) fprintf(stderr, "cco-bench-lsa rank %d: signal_rate: a word lost adds (want %llu)\n", rank, expect);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+}
+
 int main(int argc, char** argv) {
   bench_args a = {0};
   a.program = "cco-bench-lsa";
@@ -257,7 +323,8 @@ int main(int argc, char** argv) {
   a.takes = BENCH_TAKES_SIZES | BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
   a.ops = kOps;
   a.sizeAlign = sizeof(uint4);
-  a.defaults = "put: -b 256M -e 256M, -n 10 per trial, -w 1; pingpong: -n 20000 -w 1000; barrier: -n 10000 -w 200";
+  a.defaults = "put: -b 256M -e 256M, -n 10 per trial, -w 1; pingpong: -n 20000 -w 1000; barrier: -n 10000 -w 200; "
+               "rate: -n 256 adds per thread";
   int rc = bench_args_parse(&a, argc, argv);
   if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
   bench_sweep sw = bench_args_sweep(&a, 256u << 20, 256u << 20, 2);
@@ -315,6 +382,8 @@ int main(int argc, char** argv) {
   if (bench_args_want(&a, "barrier"))
     bench_barrier(&dc, win, (uint32_t)bench_args_iters(&a, 10000), (uint32_t)bench_args_warmup(&a, 200), rank, size,
                   st, dNs, dBad);
+  if (bench_args_want(&a, "rate"))
+    bench_rate(&dc, win, local, (uint32_t)bench_args_iters(&a, 256), rank, size, lsaRank, lsaSize, st);
 
   CCO_OK(ccoBarrierAll(comm));
   cudaFree(refSrc);

@@ -64,7 +64,7 @@ BENCHES = {
     "windows": Bench("cco-bench-windows", "window registration; copy into a peer's window vs cudaMemcpy",
                      (2, 4, 8), (1, 1024), ops=("register", "copy"), size_align=16),
     "lsa": Bench("cco-bench-lsa", "LSA put, signal ping-pong, LSA barrier vs cudaMemcpy and raw flags",
-                 (2, 4, 8), (2, 1024), ops=("put", "pingpong", "barrier"), size_align=16, reference="nvshmem"),
+                 (2, 4, 8), (2, 1024), ops=("put", "pingpong", "barrier", "rate"), size_align=16, reference="nvshmem"),
     "allreduce": Bench("cco-bench-allreduce", "one-shot LSA all-reduce in CUDA graphs", (2,), (1, 1024),
                        size_align=4, reference="nccl", reference_ops=("allreduce",)),
     "sdma": Bench("cco-bench-sdma", "SDMA puts from kernels vs cudaMemcpyAsync and a naive floor", (2,), (2, 1024),
@@ -87,7 +87,7 @@ BENCHES = {
                    "one_shot_all_reduce in CUDA graphs and eagerly", (2,), (2, 1024), ops=("rendezvous", "allreduce"),
                    sizes=False, warmup=False, python=True, self_launched=True),
     "nvshmem": Bench("nvshmem_ref", "NVSHMEM put, ping-pong, barrier, the reference of lsa "
-                     "(bench/build_nvshmem_ref.sh builds it)", (2, 4, 8), (2, 1024), ops=("put", "pingpong", "barrier"),
+                     "(bench/build_nvshmem_ref.sh builds it)", (2, 4, 8), (2, 1024), ops=("put", "pingpong", "barrier", "rate"),
                      size_align=16,
                      env=(("NVSHMEM_DISABLE_NCCL", "1"), ("NVSHMEM_DISABLE_NVLS", "1"),
                           ("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1"),

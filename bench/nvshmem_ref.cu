@@ -3,7 +3,7 @@
 //
 //   bash bench/build_nvshmem_ref.sh BUILD_DIR      (on the GPU machine)
 //   NVSHMEM_DISABLE_NCCL=1 NVSHMEM_DISABLE_NVLS=1 ccorun -n N BUILD_DIR/bin/nvshmem_ref
-//       [-b 256M] [-e 256M] [-n N] [-w N] [put] [pingpong] [barrier]
+//       [-b 256M] [-e 256M] [-n N] [-w N] [put] [pingpong] [barrier] [rate]
 //
 // JSON lines from PE 0 (bench_json.h) with bench_lsa's ops and the reference
 // "nvshmem", so that they sit beside cco's figures:
@@ -17,6 +17,10 @@
 //    "putmem_signal" (8-byte nvshmem_putmem_signal_nbi + wait).
 // 3. barrier (op lsa_barrier): nvshmemx_barrier_all_block, -n times (10000)
 //    in one kernel of one 128-thread block per PE (nvshmemx_collective_launch).
+// 4. rate (op signal_rate): 32 x 256 threads on every PE each add 1 with
+//    nvshmemx_signal_op(NVSHMEM_SIGNAL_ADD) to their own word of PE
+//    (pe + 1) % npes, -n times (256); messages per second over the slowest
+//    PE's kernel (CUDA events), variant "signal_op".
 //
 // Bootstrap: PE 0's nvshmemx_uniqueid_t travels through a cco communicator
 // on the host platform (ccoBootstrapAllGather); then
@@ -40,7 +44,8 @@ __device__ static inline uint64_t clock_ns(void) {
   return t;
 }
 
-static const char* const kOps[] = {"put", "pingpong", "barrier", NULL};
+static const char* const kOps[] = {"put", "pingpong", "barrier", "rate", NULL};
+static const uint32_t kRateBlocks = 32, kRateThreads = 256; // as bench_lsa.cu
 
 // ------------------------------------------------------------ 1. put
 
@@ -159,6 +164,43 @@ static void bench_barrier(uint32_t iters, uint32_t warm, int mype, int npes, cud
   }
 }
 
+// ---------------------------------------------------- 4. message rate
+
+__global__ void rate_kernel(uint64_t* words, int pe, uint32_t per) {
+  uint64_t* word = words + blockIdx.x * blockDim.x + threadIdx.x;
+  for (uint32_t i = 0; i < per; i++) nvshmemx_signal_op(word, 1, NVSHMEM_SIGNAL_ADD, pe);
+}
+
+static void bench_rate(uint32_t per, int mype, int npes, uint64_t* words, cudaStream_t st) {
+  const int trials = 5;
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  double v[trials];
+  for (int t = 0; t < trials; t++) {
+    CCO_OK(ccoBarrierAll(comm));
+    CUDA_OK(cudaEventRecord(e0, st));
+    rate_kernel<<<kRateBlocks, kRateThreads, 0, st>>>(words, (mype + 1) % npes, per);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaEventRecord(e1, st));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    v[t] = bench_slowest(comm, ms * 1e3, npes);
+  }
+  double us = bench_median(v, trials);
+  if (mype == 0) {
+    bench_line l;
+    bench_line_start(&l, "nvshmem", "signal_rate", 8, npes, per);
+    bench_line_str(&l, "variant", "signal_op");
+    bench_line_int(&l, "threads", kRateBlocks * kRateThreads);
+    bench_line_int(&l, "trials", trials);
+    bench_line_emit(&l, "Mmsg_per_s", (double)kRateBlocks * kRateThreads * per * npes / us, "nvshmem");
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+}
+
 int main(int argc, char** argv) {
   bench_args a = {0};
   a.program = "nvshmem_ref";
@@ -166,7 +208,8 @@ int main(int argc, char** argv) {
   a.takes = BENCH_TAKES_SIZES | BENCH_TAKES_ITERS | BENCH_TAKES_WARMUP;
   a.ops = kOps;
   a.sizeAlign = 16;
-  a.defaults = "put: -b 256M -e 256M, -n 10 per trial, -w 1; pingpong: -n 20000 -w 1000; barrier: -n 10000 -w 200";
+  a.defaults = "put: -b 256M -e 256M, -n 10 per trial, -w 1; pingpong: -n 20000 -w 1000; barrier: -n 10000 -w 200; "
+               "rate: -n 256 adds per thread";
   int rc = bench_args_parse(&a, argc, argv);
   if (rc != BENCH_ARGS_RUN) return bench_args_exit_status(rc);
   bench_sweep sw = bench_args_sweep(&a, 256u << 20, 256u << 20, 2);
@@ -217,13 +260,15 @@ int main(int argc, char** argv) {
   char* symDst = (char*)nvshmem_malloc(putBytes);
   uint64_t* sig = (uint64_t*)nvshmem_malloc(4096);
   uint64_t* data = (uint64_t*)nvshmem_malloc(4096);
-  if (!symSrc || !symDst || !sig || !data) {
+  uint64_t* rateWords = (uint64_t*)nvshmem_malloc(kRateBlocks * kRateThreads * sizeof(uint64_t));
+  if (!symSrc || !symDst || !sig || !data || !rateWords) {
     fprintf(stderr, "nvshmem_malloc failed (NVSHMEM_SYMMETRIC_SIZE?)\n");
     return 1;
   }
   CUDA_OK(cudaMemset(symSrc, 1, putBytes));
   CUDA_OK(cudaMemset(sig, 0, 4096));
   CUDA_OK(cudaMemset(data, 0, 4096));
+  CUDA_OK(cudaMemset(rateWords, 0, kRateBlocks * kRateThreads * sizeof(uint64_t)));
   void *refSrc, *refDst;
   CUDA_OK(cudaMalloc(&refSrc, putBytes));
   CUDA_OK(cudaMalloc(&refDst, putBytes));
@@ -243,6 +288,7 @@ int main(int argc, char** argv) {
                    data, st, dNs);
   if (bench_args_want(&a, "barrier"))
     bench_barrier((uint32_t)bench_args_iters(&a, 10000), (uint32_t)bench_args_warmup(&a, 200), mype, npes, st, dNs);
+  if (bench_args_want(&a, "rate")) bench_rate((uint32_t)bench_args_iters(&a, 256), mype, npes, rateWords, st);
 
   CUDA_OK(cudaDeviceSynchronize());
   nvshmem_barrier_all();
@@ -250,6 +296,7 @@ int main(int argc, char** argv) {
   nvshmem_free(symDst);
   nvshmem_free(sig);
   nvshmem_free(data);
+  nvshmem_free(rateWords);
   cudaFree(refSrc);
   cudaFree(refDst);
   cudaFree(dNs);
