@@ -156,19 +156,22 @@ CCO_DEVICE_INLINE void cco_impl_moe_gather_row(const ccoDevComm* dc, const ccoMo
 #if !CCO_ARCH_GPU
       __builtin_memset(v, 0, sizeof(v)); /* see cco_impl_moe_copy */
 #endif
-      CCO_IMPL_UNROLL_ for (int i = 0; i < ranks; i++) {
+      CCO_IMPL_UNROLL_ for (int i = 0; i < CCO_IMPL_MOE_GATHER_RANKS; i++) {
+        if (i >= ranks) continue;
         slot[i] = d0 + (uint32_t)i < a->nRanks ? route[d0 + (uint32_t)i] : -1;
         uint64_t row = slot[i] < 0 ? 0
                        : net ? cco_impl_moe_comb_at(dc, a, t, d0 + (uint32_t)i, slot[i], 0)
                              : cco_impl_moe_peer(a, (int)(d0 + (uint32_t)i), a->offCombIn + (uint64_t)slot[i] * rowBytes);
-        CCO_IMPL_UNROLL_ for (int h = 0; h < vecs; h++) {
+        CCO_IMPL_UNROLL_ for (int h = 0; h < CCO_IMPL_MOE_GATHER_VECS; h++) {
+          if (h >= vecs) continue;
           uint64_t at = o + (uint64_t)h * stride;
           v[i][h] = slot[i] >= 0 && at < rowBytes ? cco_impl_ld_v16(row + at) : cco_impl_v16_make(zero);
         }
       }
-      CCO_IMPL_UNROLL_ for (int i = 0; i < ranks; i++) {
-        if (slot[i] < 0) continue;
-        CCO_IMPL_UNROLL_ for (int h = 0; h < vecs; h++) {
+      CCO_IMPL_UNROLL_ for (int i = 0; i < CCO_IMPL_MOE_GATHER_RANKS; i++) {
+        if (i >= ranks || slot[i] < 0) continue;
+        CCO_IMPL_UNROLL_ for (int h = 0; h < CCO_IMPL_MOE_GATHER_VECS; h++) {
+          if (h >= vecs) continue;
           CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) {
             uint32_t w = cco_impl_v16_word(v[i][h], m);
             acc[h][2 * m] += ccoBfloat16ToFloat((uint16_t)w);
@@ -177,9 +180,9 @@ CCO_DEVICE_INLINE void cco_impl_moe_gather_row(const ccoDevComm* dc, const ccoMo
         }
       }
     }
-    CCO_IMPL_UNROLL_ for (int h = 0; h < vecs; h++) {
+    CCO_IMPL_UNROLL_ for (int h = 0; h < CCO_IMPL_MOE_GATHER_VECS; h++) {
       uint64_t at = o + (uint64_t)h * stride;
-      if (at >= rowBytes) continue;
+      if (h >= vecs || at >= rowBytes) continue;
       uint32_t w[4];
       CCO_IMPL_UNROLL_ for (int m = 0; m < 4; m++) w[m] =
           (uint32_t)ccoFloatToBfloat16(acc[h][2 * m]) | ((uint32_t)ccoFloatToBfloat16(acc[h][2 * m + 1]) << 16);
