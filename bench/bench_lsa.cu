@@ -20,6 +20,9 @@
 //    Variant "relaxed": ccoLsaSignalStoreRelaxed (orders nothing before it),
 //    whose reference is NVSHMEM's signal_op (nvshmem_ref), which orders
 //    nothing either; the release store's is NVSHMEM's putmem_signal.
+//    Reference "relaxed_poll_fence": relaxed stores, relaxed polls and one
+//    fence.acq_rel at the LSA scope when the value is there (how the waits
+//    polled for a day; a fence is a MEMBAR, which the acquire polls avoid).
 //    -n round trips (20000) after -w (1000).
 // 3. barrier (op lsa_barrier): ccoLsaBarrierSync at block scope, -n times
 //    (10000, after -w 200) in one kernel of one block per rank. Reference:
@@ -30,6 +33,10 @@
 //    variant "relaxed" (ccoLsaSignalAddRelaxed) and "release"
 //    (ccoLsaSignalAdd); messages of all ranks per second over the slowest
 //    rank's kernel (CUDA events). Reference: nvshmem_ref's signal_op ADD.
+//
+// Ping-pong, barrier and rate run at the LSA scope the device communicator
+// chose and, where that is GPU scope (all ranks on one GPU), once more at
+// system scope (field lsa_scope): what ranks on different GPUs pay.
 //
 // Medians over alternating trials. In-kernel times come from %globaltimer.
 #include <cuda_runtime.h>
@@ -134,47 +141,86 @@ __global__ void pingpong_raw(ccoWindow_t win, int role, uint64_t base, uint32_t 
   *ns = cco_impl_clock_ns() - t0;
 }
 
+// The waits' former polling: relaxed loads, one fence.acq_rel at the LSA
+// scope once the value is there; relaxed stores.
+__device__ __forceinline__ uint64_t ld_relaxed_scoped(const uint64_t* p, int gpu) {
+  uint64_t v;
+  if (gpu) asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__global__ void pingpong_fence_poll(ccoDevComm dc, ccoWindow_t win, int role, uint64_t base, uint32_t warm,
+                                    uint32_t iters, unsigned long long* ns) {
+  ccoWindowDevice w = *win;
+  uint64_t* mine = (uint64_t*)ccoGetLocalPtr(&w, kSigOff);
+  uint64_t* theirs = (uint64_t*)ccoGetLsaPeerPtr(&w, 1 - role, kSigOff);
+  int gpu = (int)dc.lsaScopeGpu;
+  uint64_t t0 = cco_impl_clock_ns();
+  for (uint32_t i = 1; i <= warm + iters; i++) {
+    if (i == warm + 1) t0 = cco_impl_clock_ns();
+    uint64_t v = base + i;
+    if (role == 0) ccoLsaSignalStoreRelaxed(&dc, theirs, v);
+    while ((int64_t)(ld_relaxed_scoped(mine, gpu) - v) < 0) {
+    }
+    if (gpu) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    else asm volatile("fence.acq_rel.sys;" ::: "memory");
+    if (role == 1) ccoLsaSignalStoreRelaxed(&dc, theirs, v);
+  }
+  *ns = cco_impl_clock_ns() - t0;
+}
+
 static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters, uint32_t warm, int rank, int size,
                            int lsaRank, cudaStream_t st, unsigned long long* dNs, unsigned int* dBad) {
   const int trials = 5;
-  double cco[trials], raw[trials], relaxed[trials];
-  uint64_t base = 0;
+  double cco[trials], raw[trials], relaxed[trials], fencePoll[trials];
+  static uint64_t base = 0; // across calls too: the words are never reset
   unsigned int bad = 0;
   for (int t = 0; t < trials; t++) {
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
       CCO_OK(ccoBarrierAll(comm));
       unsigned long long ns = 0;
       if (lsaRank < 2) {
-        if (kind != 1) pingpong_cco<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs, dBad, kind == 2);
-        else pingpong_raw<<<1, 1, 0, st>>>(win, lsaRank, base, warm, iters, dNs);
+        if (kind == 0 || kind == 2) pingpong_cco<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs, dBad, kind == 2);
+        else if (kind == 1) pingpong_raw<<<1, 1, 0, st>>>(win, lsaRank, base, warm, iters, dNs);
+        else pingpong_fence_poll<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
         CUDA_OK(cudaStreamSynchronize(st));
       }
-      (kind == 0 ? cco : kind == 1 ? raw : relaxed)[t] = ns * 1e-3 / iters / 2; // us per one-way trip
+      (kind == 0 ? cco : kind == 1 ? raw : kind == 2 ? relaxed : fencePoll)[t] = ns * 1e-3 / iters / 2; // us per one-way trip
       base += warm + iters; // each kind's values above the last's: no word is ever reset
     }
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
   double c = bench_median(cco, trials), r = bench_median(raw, trials), x = bench_median(relaxed, trials);
+  double f = bench_median(fencePoll, trials);
   if (rank == 0) {
     bench_line l;
     bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
+    bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
     bench_line_int(&l, "trials", trials);
     bench_line_int(&l, "bad_status", bad);
     bench_line_num(&l, "goal_ratio_max", 1.10);
     bench_line_num(&l, "min_us", cco[0]); // bench_median sorted it
     bench_line_emit(&l, "us", c, NULL);
     bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
+    bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
     bench_line_int(&l, "trials", trials);
     bench_line_num(&l, "min_us", raw[0]);
     bench_line_emit(&l, "us", r, "raw_flag");
     // The relaxed signal: NVSHMEM's signal_op (nvshmem_ref) is its reference.
     bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
+    bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
     bench_line_int(&l, "trials", trials);
     bench_line_str(&l, "variant", "relaxed");
     bench_line_num(&l, "min_us", relaxed[0]);
     bench_line_emit(&l, "us", x, NULL);
+    bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
+    bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
+    bench_line_int(&l, "trials", trials);
+    bench_line_str(&l, "variant", "relaxed");
+    bench_line_num(&l, "min_us", fencePoll[0]);
+    bench_line_emit(&l, "us", f, "relaxed_poll_fence");
   }
 }
 
@@ -227,7 +273,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
   const uint32_t threads = 128;
   const int trials = 5;
   double cco[trials], raw[trials];
-  uint32_t epoch = 0;
+  static uint32_t epoch = 0; // the raw inbox's, across calls too
   unsigned int bad = 0;
   for (int t = 0; t < trials; t++) {
     for (int kind = 0; kind < 2; kind++) {
@@ -249,6 +295,7 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
       bench_line l;
       bench_line_start(&l, "lsa", "lsa_barrier", BENCH_NO_BYTES, size, iters);
       bench_line_str(&l, "scope", "block");
+      bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
       bench_line_int(&l, "threads", threads);
       bench_line_int(&l, "trials", trials);
       if (kind == 0) bench_line_int(&l, "bad_status", bad);
@@ -279,7 +326,7 @@ static void bench_rate(const ccoDevComm* dc, ccoWindow_t win, void* local, uint3
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
-  unsigned long long expect = 0;
+  static unsigned long long expect = 0; // adds each word got, across calls
   bool wrong = false;
   for (int variant = 0; variant < 2; variant++) {
     double v[trials];
@@ -301,6 +348,7 @@ static void bench_rate(const ccoDevComm* dc, ccoWindow_t win, void* local, uint3
       bench_line l;
       bench_line_start(&l, "lsa", "signal_rate", 8, size, per);
       bench_line_str(&l, "variant", names[variant]);
+      bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
       bench_line_int(&l, "threads", kRateBlocks * kRateThreads);
       bench_line_int(&l, "trials", trials);
       bench_line_emit(&l, "Mmsg_per_s", msgs / us, NULL);
@@ -375,15 +423,23 @@ int main(int argc, char** argv) {
   if (putBytes)
     bench_put(win, &sw, (int)bench_args_iters(&a, 10), (int)bench_args_warmup(&a, 1), rank, size, lsaRank, lsaSize,
               refSrc, refDst, st);
-  if (bench_args_want(&a, "pingpong"))
-    bench_pingpong(&dc, win, (uint32_t)bench_args_iters(&a, 20000), (uint32_t)bench_args_warmup(&a, 1000), rank,
-                   size, lsaRank, st, dNs, dBad);
-  CUDA_OK(cudaMemset(dBad, 0, sizeof(*dBad)));
-  if (bench_args_want(&a, "barrier"))
-    bench_barrier(&dc, win, (uint32_t)bench_args_iters(&a, 10000), (uint32_t)bench_args_warmup(&a, 200), rank, size,
-                  st, dNs, dBad);
-  if (bench_args_want(&a, "rate"))
-    bench_rate(&dc, win, local, (uint32_t)bench_args_iters(&a, 256), rank, size, lsaRank, lsaSize, st);
+  // Each signal figure at the scope the device communicator chose and, when
+  // that is GPU scope (every LSA peer on this GPU), again at system scope:
+  // what ranks on different GPUs get. System scope orders more, so it is
+  // correct here too; the copy of the device communicator only says so.
+  for (int pass = 0; pass < (dc.lsaScopeGpu ? 2 : 1); pass++) {
+    ccoDevComm d = dc;
+    if (pass == 1) d.lsaScopeGpu = 0;
+    if (bench_args_want(&a, "pingpong"))
+      bench_pingpong(&d, win, (uint32_t)bench_args_iters(&a, 20000), (uint32_t)bench_args_warmup(&a, 1000), rank,
+                     size, lsaRank, st, dNs, dBad);
+    CUDA_OK(cudaMemset(dBad, 0, sizeof(*dBad)));
+    if (bench_args_want(&a, "barrier"))
+      bench_barrier(&d, win, (uint32_t)bench_args_iters(&a, 10000), (uint32_t)bench_args_warmup(&a, 200), rank,
+                    size, st, dNs, dBad);
+    if (bench_args_want(&a, "rate"))
+      bench_rate(&d, win, local, (uint32_t)bench_args_iters(&a, 256), rank, size, lsaRank, lsaSize, st);
+  }
 
   CCO_OK(ccoBarrierAll(comm));
   cudaFree(refSrc);

@@ -15,8 +15,9 @@
 // 2. pingpong (op signal_pingpong): PEs 0 and 1, one thread each, variant
 //    "signal_op" (nvshmemx_signal_op SET + nvshmem_signal_wait_until GE) and
 //    "putmem_signal" (8-byte nvshmem_putmem_signal_nbi + wait).
-// 3. barrier (op lsa_barrier): nvshmemx_barrier_all_block, -n times (10000)
-//    in one kernel of one 128-thread block per PE (nvshmemx_collective_launch).
+// 3. barrier (op lsa_barrier): nvshmemx_barrier_all_block (variant
+//    "barrier_all") and nvshmemx_sync_all_block ("sync_all"), -n times (10000)
+//    each in one kernel of one 128-thread block per PE (nvshmemx_collective_launch).
 // 4. rate (op signal_rate): 32 x 256 threads on every PE each add 1 with
 //    nvshmemx_signal_op(NVSHMEM_SIGNAL_ADD) to their own word of PE
 //    (pe + 1) % npes, -n times (256); messages per second over the slowest
@@ -124,11 +125,15 @@ static void bench_pingpong(uint32_t iters, uint32_t warm, int mype, int npes, ui
 
 // -------------------------------------------------------- 3. barrier
 
-__global__ void barrier_kernel(uint32_t warm, uint32_t iters, unsigned long long* ns) {
+// sync: nvshmemx_sync_all_block (arrival only, the fair reference of an
+// LSA barrier); else nvshmemx_barrier_all_block, which also completes every
+// outstanding put first.
+__global__ void barrier_kernel(int sync, uint32_t warm, uint32_t iters, unsigned long long* ns) {
   uint64_t t0 = clock_ns();
   for (uint32_t i = 0; i < warm + iters; i++) {
     if (i == warm) t0 = clock_ns();
-    nvshmemx_barrier_all_block();
+    if (sync) nvshmemx_sync_all_block();
+    else nvshmemx_barrier_all_block();
   }
   if (threadIdx.x == 0) *ns = clock_ns() - t0;
 }
@@ -136,31 +141,35 @@ __global__ void barrier_kernel(uint32_t warm, uint32_t iters, unsigned long long
 static void bench_barrier(uint32_t iters, uint32_t warm, int mype, int npes, cudaStream_t st,
                           unsigned long long* dNs) {
   const int threads = 128, trials = 5;
-  double v[trials];
-  const char* launch = "nvshmemx_collective_launch";
-  for (int t = 0; t < trials; t++) {
-    CCO_OK(ccoBarrierAll(comm));
-    void* args[] = {&warm, &iters, &dNs};
-    int rc = nvshmemx_collective_launch((const void*)barrier_kernel, dim3(1), dim3(threads), args, 0, st);
-    if (rc != 0) { // fall back to a plain launch, and say so
-      launch = "plain launch (collective launch failed)";
-      barrier_kernel<<<1, threads, 0, st>>>(warm, iters, dNs);
+  const char* names[2] = {"barrier_all", "sync_all"};
+  for (int sync = 0; sync < 2; sync++) {
+    double v[trials];
+    const char* launch = "nvshmemx_collective_launch";
+    for (int t = 0; t < trials; t++) {
+      CCO_OK(ccoBarrierAll(comm));
+      void* args[] = {&sync, &warm, &iters, &dNs};
+      int rc = nvshmemx_collective_launch((const void*)barrier_kernel, dim3(1), dim3(threads), args, 0, st);
+      if (rc != 0) { // fall back to a plain launch, and say so
+        launch = "plain launch (collective launch failed)";
+        barrier_kernel<<<1, threads, 0, st>>>(sync, warm, iters, dNs);
+      }
+      CUDA_OK(cudaGetLastError());
+      unsigned long long ns = 0;
+      CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
+      CUDA_OK(cudaStreamSynchronize(st));
+      v[t] = bench_slowest(comm, ns * 1e-3 / iters, npes);
     }
-    CUDA_OK(cudaGetLastError());
-    unsigned long long ns = 0;
-    CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
-    CUDA_OK(cudaStreamSynchronize(st));
-    v[t] = bench_slowest(comm, ns * 1e-3 / iters, npes);
-  }
-  double m = bench_median(v, trials);
-  if (mype == 0) {
-    bench_line l;
-    bench_line_start(&l, "nvshmem", "lsa_barrier", BENCH_NO_BYTES, npes, iters);
-    bench_line_str(&l, "scope", "block");
-    bench_line_int(&l, "threads", threads);
-    bench_line_int(&l, "trials", trials);
-    bench_line_str(&l, "launch", launch);
-    bench_line_emit(&l, "us", m, "nvshmem");
+    double m = bench_median(v, trials);
+    if (mype == 0) {
+      bench_line l;
+      bench_line_start(&l, "nvshmem", "lsa_barrier", BENCH_NO_BYTES, npes, iters);
+      bench_line_str(&l, "scope", "block");
+      bench_line_str(&l, "variant", names[sync]);
+      bench_line_int(&l, "threads", threads);
+      bench_line_int(&l, "trials", trials);
+      bench_line_str(&l, "launch", launch);
+      bench_line_emit(&l, "us", m, "nvshmem");
+    }
   }
 }
 

@@ -178,10 +178,8 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSignalWaitUntil(const ccoDevComm* dc, const 
                                                     uint64_t value, uint64_t timeoutNs) {
   uint64_t start = timeoutNs ? cco_impl_clock_ns() : 0;
   for (uint32_t spins = 0;; spins++) {
-    if ((int64_t)(cco_impl_poll_scoped_u64(signal, (int)dc->lsaScopeGpu) - value) >= 0) {
-      cco_impl_poll_end((int)dc->lsaScopeGpu); /* acquire: what came before the signal is visible */
+    if ((int64_t)(cco_impl_ld_acquire_scoped_u64(signal, (int)dc->lsaScopeGpu) - value) >= 0)
       return ccoDevSuccess;
-    }
     if ((spins & 255) == 255) {
       if (ccoDevCommAborted(dc)) return ccoDevAborted;
       if (timeoutNs && cco_impl_clock_ns() - start > timeoutNs) return ccoDevTimeout;
@@ -259,7 +257,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWaitTimeout(ccoLsaBarrierSession* 
   for (uint32_t p = ccoCoopRank(s->coop); p < (uint32_t)s->lsaSize && st == ccoDevSuccess;
        p += ccoCoopSize(s->coop)) {
     for (uint32_t spins = 0;; spins++) {
-      if ((int32_t)(cco_impl_poll_scoped_u32(&s->inbox[p], s->gpuScope) - s->epoch) >= 0) break;
+      if ((int32_t)(cco_impl_ld_acquire_scoped_u32(&s->inbox[p], s->gpuScope) - s->epoch) >= 0) break;
       if ((spins & 255) == 255) {
         if (s->abortFlag && cco_impl_ld_relaxed_u32(s->abortFlag)) {
           st = ccoDevAborted;
@@ -273,10 +271,8 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoLsaBarrierWaitTimeout(ccoLsaBarrierSession* 
       cco_impl_spin_pause(spins);
     }
   }
-  /* Every arrival this thread saw is acquired (one fence after the relaxed
-   * polls), then one verdict for the whole scope: the worst status any
-   * thread saw (its sync orders the other threads after this one). */
-  cco_impl_poll_end(s->gpuScope);
+  /* One verdict for the whole scope: the worst status any thread saw (its
+   * sync orders the other threads after this one's acquires). */
   return cco_impl_lsa_scope_status(s->coop, st);
 }
 

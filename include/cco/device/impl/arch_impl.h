@@ -124,11 +124,11 @@ CCO_DEVICE_INLINE void cco_impl_st_relaxed_u32(uint32_t* p, uint32_t v) {
  * MPS), GPU scope orders enough and a round trip costs 0.6 us instead of
  * 0.9 us (H200); peers on other GPUs need system scope. */
 #if CCO_ARCH_GPU
-#define CCO_IMPL_SCOPED_LD_(name, type, cons, width, sem)                                        \
+#define CCO_IMPL_SCOPED_LD_(name, type, cons, width)                                             \
   CCO_DEVICE_INLINE type name(const type* p, int gpuScope) {                                     \
     type v;                                                                                      \
-    if (gpuScope) __asm__ volatile("ld." sem ".gpu." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory"); \
-    else __asm__ volatile("ld." sem ".sys." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory");          \
+    if (gpuScope) __asm__ volatile("ld.acquire.gpu." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory"); \
+    else __asm__ volatile("ld.acquire.sys." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory");          \
     return v;                                                                                    \
   }
 #define CCO_IMPL_SCOPED_ST_(name, type, cons, width)                                             \
@@ -137,23 +137,18 @@ CCO_DEVICE_INLINE void cco_impl_st_relaxed_u32(uint32_t* p, uint32_t v) {
     else __asm__ volatile("st.release.sys." width " [%0], %1;" ::"l"(p), cons(v) : "memory");          \
   }
 #else
-/* Host: acquire for both orders (the relaxed polls' fence is a GPU thing,
- * below). */
-#define CCO_IMPL_SCOPED_LD_(name, type, cons, width, sem) \
+#define CCO_IMPL_SCOPED_LD_(name, type, cons, width) \
   CCO_DEVICE_INLINE type name(const type* p, int gpuScope) { (void)gpuScope; return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 #define CCO_IMPL_SCOPED_ST_(name, type, cons, width) \
   CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) { (void)gpuScope; __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 #endif
-CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u32, uint32_t, "r", "u32", "acquire")
-CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u64, uint64_t, "l", "u64", "acquire")
-/* A wait's poll and its end. On a GPU the poll is a relaxed load and the
- * wait fences once (fence.acq_rel at the scope, cco_impl_poll_end) when the
- * value is there: a strong read followed by that fence is an acquire
- * pattern of PTX's memory model, and the polls themselves carry no fence
- * each. On the host platform the poll is an acquire load and the end
- * nothing (ThreadSanitizer models no fences). */
-CCO_IMPL_SCOPED_LD_(cco_impl_poll_scoped_u32, uint32_t, "r", "u32", "relaxed")
-CCO_IMPL_SCOPED_LD_(cco_impl_poll_scoped_u64, uint64_t, "l", "u64", "relaxed")
+/* The waits poll with these acquire loads. A relaxed poll and one
+ * fence.acq_rel when the value is there orders as much, but on Hopper a
+ * fence is a MEMBAR that costs a third of a microsecond (H100, 2026-12-06:
+ * the relaxed ping-pong took 0.64 us against NVSHMEM's 0.33, the release
+ * one 1.05), while an acquire load adds no fence to the poll. */
+CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u32, uint32_t, "r", "u32")
+CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u64, uint64_t, "l", "u64")
 CCO_IMPL_SCOPED_ST_(cco_impl_st_release_scoped_u32, uint32_t, "r", "u32")
 CCO_IMPL_SCOPED_ST_(cco_impl_st_release_scoped_u64, uint64_t, "l", "u64")
 #undef CCO_IMPL_SCOPED_LD_
@@ -171,8 +166,7 @@ CCO_DEVICE_INLINE uint64_t cco_impl_atomic_add_release_scoped_u64(uint64_t* p, u
 #endif
 }
 
-/* Relaxed, at the LSA scope: signals that order nothing before them, and
- * the polls of the waits (which fence once, when the value is there). */
+/* Relaxed, at the LSA scope: signals that order nothing before them. */
 CCO_DEVICE_INLINE void cco_impl_st_relaxed_scoped_u64(uint64_t* p, uint64_t v, int gpuScope) {
 #if CCO_ARCH_GPU
   if (gpuScope) __asm__ volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -191,16 +185,6 @@ CCO_DEVICE_INLINE uint64_t cco_impl_atomic_add_relaxed_scoped_u64(uint64_t* p, u
 #else
   (void)gpuScope;
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-#endif
-}
-
-/* The end of a wait that polled with cco_impl_poll_scoped_*. */
-CCO_DEVICE_INLINE void cco_impl_poll_end(int gpuScope) {
-#if CCO_ARCH_GPU
-  if (gpuScope) __asm__ volatile("fence.acq_rel.gpu;" ::: "memory");
-  else __asm__ volatile("fence.acq_rel.sys;" ::: "memory");
-#else
-  (void)gpuScope;
 #endif
 }
 
