@@ -236,7 +236,9 @@ ccoResult_t ccoWindowRegisterExternal(ccoComm* comm, void* extPtr, size_t size, 
                                       void** localPtr);
 
 /* Local: unmaps the peers' copies and frees the descriptor (and what the
- * window owns). Peers keep their own mappings until they deregister. */
+ * window owns). Peers keep their own mappings until they deregister. On a
+ * failed communicator the memory stays mapped until ccoCommDestroy (peers
+ * may still write into it over the network); the handle is gone at once. */
 ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win);
 
 /* Host view of a window: a copy of its descriptor and this rank's pointer. */

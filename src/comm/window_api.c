@@ -106,7 +106,11 @@ ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win) {
   if (w) {
     cco_window_info info = cco_mem_window_info(w);
     cco_transports_window_removed(comm, &info); /* before the memory goes */
-    cco_mem_window_remove(m, w);
+    /* On a failed communicator the peers are not in step: one that has not
+     * seen the failure yet may still be writing into this memory over the
+     * network, and this rank's engine may still hold ops on it. Its memory
+     * then stays mapped until ccoCommDestroy has closed the engines. */
+    cco_mem_window_remove(m, w, atomic_load(&comm->asyncError) != ccoSuccess);
   }
   pthread_mutex_unlock(&m->lock);
   if (!w)

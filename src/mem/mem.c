@@ -76,10 +76,13 @@ ccoResult_t cco_mem_free_alloc(cco_mem* m, cco_alloc* a) {
 void cco_mem_fini(cco_mem* m) {
   if (!m->lockReady) return;
   pthread_mutex_lock(&m->lock);
-  while (m->windows) {
-    cco_window_rec* w = m->windows;
-    m->windows = w->next;
-    cco_mem_window_free_rec(m, w);
+  for (cco_window_rec** list = &m->parked;; list = &m->windows) {
+    while (*list) {
+      cco_window_rec* w = *list;
+      *list = w->next;
+      cco_mem_window_free_rec(m, w);
+    }
+    if (list == &m->windows) break;
   }
   while (m->allocs) cco_mem_free_alloc(m, m->allocs);
   pthread_mutex_unlock(&m->lock);
@@ -97,7 +100,7 @@ cco_alloc* cco_mem_find_alloc(cco_mem* m, const void* ptr, size_t size) {
   if (p < mine || p >= mine + m->slotSize) return NULL;
   size_t off = (size_t)(p - mine);
   for (cco_alloc* a = m->allocs; a; a = a->next)
-    if (off >= a->offset && off - a->offset < a->chunk.size && size <= a->chunk.size - (off - a->offset))
+    if (!a->freed && off >= a->offset && off - a->offset < a->chunk.size && size <= a->chunk.size - (off - a->offset))
       return a;
   return NULL;
 }
@@ -182,11 +185,14 @@ ccoResult_t cco_mem_free(cco_mem* m, void* ptr) {
                     "ccoMemFree: %p is not an allocation of this communicator (foreign pointer, "
                     "interior pointer or double free)",
                     ptr);
-  else if (a->windows > 0)
+  else if (a->windows > a->parkedWindows)
     res = cco_error(m->err, ccoInvalidUsage, CCO_SUBSYS_MEM,
                     "ccoMemFree: %p still has %d registered window(s); deregister them first", ptr,
-                    a->windows);
-  else
+                    a->windows - a->parkedWindows);
+  else if (a->windows > 0) { /* only parked windows: gone for the caller, released by ccoCommDestroy */
+    a->freed = true;
+    res = ccoSuccess;
+  } else
     res = cco_mem_free_alloc(m, a);
   pthread_mutex_unlock(&m->lock);
   return res;

@@ -42,6 +42,8 @@ typedef struct cco_alloc {
   uint64_t id;      /* unique per rank: tells a reallocation at the same offset apart */
   bool external;
   int windows;          /* live windows on it; peers stay mapped while > 0 */
+  int parkedWindows;    /* of those, deregistered on a failed communicator (cco_mem_window_remove) */
+  bool freed;           /* ccoMemFree'd while parked windows held it: goes at cco_mem_fini */
   cco_peer_chunk* peers; /* [lsaSize], while windows > 0 */
   struct cco_alloc* next;
 } cco_alloc;
@@ -77,6 +79,7 @@ typedef struct {
   cco_slot_alloc* slots;
   cco_alloc* allocs;
   cco_window_rec* windows;
+  cco_window_rec* parked; /* deregistered on a failed communicator: freed by cco_mem_fini */
   uint64_t nextAllocId;
   uint32_t regSeq;
   cco_fd_exchange exchange;
@@ -127,9 +130,13 @@ ccoResult_t cco_mem_window_register(cco_mem* m, void* ptr, size_t size, bool own
                                     cco_window_rec** out);
 void cco_mem_window_publish(cco_mem* m, cco_window_rec* w);
 void cco_mem_window_discard(cco_mem* m, cco_window_rec* w);
-/* With the lock held: look a window up by its handle; unlink and free it. */
+/* With the lock held: look a window up by its handle; unlink and free it.
+ * `park`: the communicator failed, so a peer's network writes into this
+ * memory (or the engine's reads of it) may still be under way; the window
+ * is unlinked (its handle is gone) but its memory stays mapped until
+ * cco_mem_fini, which runs after the transports closed their engines. */
 cco_window_rec* cco_mem_window_find(cco_mem* m, ccoWindow_t handle);
-void cco_mem_window_remove(cco_mem* m, cco_window_rec* w);
+void cco_mem_window_remove(cco_mem* m, cco_window_rec* w, bool park);
 /* Calls fn for every published window, with the lock held (so none comes
  * or goes meanwhile); stops at the first failure and returns it. */
 ccoResult_t cco_mem_window_foreach(cco_mem* m, ccoResult_t (*fn)(void* arg, const cco_window_info* win),

@@ -299,11 +299,17 @@ cco_window_rec* cco_mem_window_find(cco_mem* m, ccoWindow_t handle) {
   return NULL;
 }
 
-void cco_mem_window_remove(cco_mem* m, cco_window_rec* w) {
+void cco_mem_window_remove(cco_mem* m, cco_window_rec* w, bool park) {
   cco_window_rec** it = &m->windows;
   while (*it && *it != w) it = &(*it)->next;
   if (*it) *it = w->next;
-  cco_mem_window_free_rec(m, w);
+  if (!park) {
+    cco_mem_window_free_rec(m, w);
+    return;
+  }
+  if (w->alloc) w->alloc->parkedWindows++;
+  w->next = m->parked;
+  m->parked = w;
 }
 
 cco_window_info cco_mem_window_info(const cco_window_rec* w) {

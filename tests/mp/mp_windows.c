@@ -9,8 +9,9 @@
  * register/deregister cycles without growth in fds, mappings (a few the
  * allocator maps meanwhile allowed, none per cycle) or memory,
  * owning windows placed alike on slots that differ by rank, two
- * communicators sharing a buffer through import, and destroy with live
- * windows. --hosts H plays H hosts (CCO_HOSTID): windows map LSA peers only.
+ * communicators sharing a buffer through import, windows deregistered on
+ * a failed communicator (kept mapped until its destroy), and destroy with
+ * live windows. --hosts H plays H hosts (CCO_HOSTID): windows map LSA peers only.
  */
 #include <stdint.h>
 
@@ -295,6 +296,43 @@ static void test_two_comms_import(void) {
   MP_CHECK(fds1 < fds0, "fds %d with comm2 alive, %d after its destroy", fds0, fds1);
 }
 
+/* Windows deregistered on a failed communicator: a peer that has not seen
+ * the failure yet may still be writing into them over the network, so the
+ * memory stays mapped (deregistration succeeds, the handle is gone) until
+ * ccoCommDestroy, which then releases it with everything else. */
+static void test_deregister_after_failure(void) {
+  ccoUniqueId id2, ids[64];
+  if (g_rank == 0) OK(ccoGetUniqueId(&id2));
+  OK(ccoBootstrapAllGather(g_comm, &id2, ids, sizeof(id2)));
+  int maps0 = count_lines("/proc/self/maps"), fds0 = mp_count_fds();
+  ccoComm* comm2 = NULL;
+  OK(ccoCommCreate(ids[0], g_size, g_rank, 0, &comm2));
+  if (!comm2) return;
+  const size_t size = 1 << 16;
+  ccoWindow_t owned = NULL, onAlloc = NULL;
+  void *p = NULL, *user = NULL;
+  OK(ccoWindowRegisterAlloc(comm2, size, &owned, &p));
+  OK(ccoMemAlloc(comm2, size, &user));
+  OK(ccoWindowRegister(comm2, user, size, &onAlloc));
+  OK(ccoBarrierAll(comm2)); /* every rank registered before any fails */
+  OK(ccoCommAbort(comm2));
+  MP_CHECK(ccoWindowDeregister(comm2, owned) == ccoSuccess, "deregister on a failed communicator: %s",
+           ccoGetLastError(comm2));
+  MP_CHECK(ccoWindowDeregister(comm2, onAlloc) == ccoSuccess, "deregister on a failed communicator: %s",
+           ccoGetLastError(comm2));
+  /* What a late network write does: the memory is still there. */
+  if (p) memset(p, 0x3c, size);
+  if (user) memset(user, 0x3c, size);
+  MP_CHECK(ccoWindowDeregister(comm2, owned) == ccoInvalidArgument, "a parked window deregistered twice");
+  MP_CHECK(ccoMemFree(comm2, user) == ccoSuccess, "ccoMemFree under a parked window: %s", ccoGetLastError(comm2));
+  MP_CHECK(ccoMemFree(comm2, user) == ccoInvalidArgument, "ccoMemFree twice under a parked window");
+  OK(ccoCommDestroy(comm2));
+  MP_CHECK(mp_count_fds() == fds0, "fds %d after destroying the failed communicator, %d before", mp_count_fds(),
+           fds0);
+  int maps1 = count_lines("/proc/self/maps");
+  MP_CHECK(maps1 <= maps0 + 2, "mappings %d after destroying the failed communicator, %d before", maps1, maps0);
+}
+
 int main(int argc, char** argv) {
   int cycles = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -324,6 +362,7 @@ int main(int argc, char** argv) {
   test_cycles(cycles);
   test_placement_ignores_slot_differences();
   test_two_comms_import();
+  test_deregister_after_failure();
   if (g_hosts > 1) {
     void* p = NULL;
     ccoWindow_t win = NULL;
