@@ -193,8 +193,8 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSignalWaitUntil(const ccoDevComm* dc, const 
 /*
  * LSA barrier b keeps, in the resource window of every rank, an inbox of
  * lsaSize uint32 slots: slot s holds the last epoch rank s arrived at. To
- * arrive, a rank stores its next epoch (release, system scope) into its
- * slot of every peer's inbox; to wait, it loads (acquire) every slot of its
+ * arrive, a rank stores its next epoch (released: one fence, then plain
+ * strong stores, at the LSA scope) into its slot of every peer's inbox; to wait, it loads (acquire) every slot of its
  * own inbox until each has reached that epoch. No atomics, one writer per
  * slot, and the epochs only grow (compared with wrap-around), so sessions
  * can follow each other without resetting anything. A session keeps the
@@ -240,10 +240,14 @@ CCO_DEVICE_INLINE ccoLsaBarrierSession ccoLsaBarrierSessionInit(const ccoDevComm
 CCO_DEVICE_INLINE void ccoLsaBarrierArrive(ccoLsaBarrierSession* s) {
   if (!s->inbox) return; /* index out of range: the wait says so */
   uint32_t next = s->epoch + 1;
-  /* The scope's writes happen before the release stores below. */
+  /* The scope's writes happen before the stores below: one fence per
+   * thread, however many peers it stores to (a st.release each would be a
+   * fence each). */
   ccoCoopSync(s->coop);
-  for (uint32_t p = ccoCoopRank(s->coop); p < (uint32_t)s->lsaSize; p += ccoCoopSize(s->coop))
-    cco_impl_st_release_scoped_u32((uint32_t*)(uintptr_t)(s->peerSlot0 + p * s->stride), next, s->gpuScope);
+  uint32_t p = ccoCoopRank(s->coop);
+  if (p < (uint32_t)s->lsaSize) cco_impl_release_fence_scoped(s->gpuScope);
+  for (; p < (uint32_t)s->lsaSize; p += ccoCoopSize(s->coop))
+    cco_impl_st_after_fence_scoped_u32((uint32_t*)(uintptr_t)(s->peerSlot0 + p * s->stride), next, s->gpuScope);
   s->epoch = next;
 }
 

@@ -180,7 +180,7 @@ ptx_has() { # file, instructions...
   echo "$(grep -c '^\.\(visible \)\?\.\(entry\|func\)' "$f") functions"
 }
 want_ptx=(ld.v4.u32 st.v4.u32 ld.volatile.v2.u64 st.volatile.v2.u64 cvt.rn.bf16x2.f32 cvt.rn.f16x2.f32 cvt.f32.f16
-  cvt.rn.bf16.f32 cvt.rn.f16.f32 bar.red.or.pred ld.acquire.sys.u32 st.release.sys.u32 '.entry k_oneshot'
+  cvt.rn.bf16.f32 cvt.rn.f16.f32 bar.red.or.pred ld.acquire.sys.u32 fence.acq_rel.sys st.relaxed.sys.u32 '.entry k_oneshot'
   '.entry k_ll' '.entry k_alltoallv' '.entry k_hier')
 find_nvcc
 ptxas=${nvcc:+$(dirname "$nvcc")/ptxas}
