@@ -25,7 +25,8 @@
 //    polled for a day; a fence is a MEMBAR, which the acquire polls avoid).
 //    -n round trips (20000) after -w (1000).
 // 3. barrier (op lsa_barrier): ccoLsaBarrierSync at block scope, -n times
-//    (10000, after -w 200) in one kernel of one block per rank. Reference:
+//    (10000, after -w 200) in one kernel of one block per rank; and at
+//    thread scope (one thread storing to every peer: scope "thread"). Reference:
 //    the same all-to-all flag barrier written with volatile stores/loads and
 //    __threadfence_system.
 // 4. rate (op signal_rate): 32 x 256 threads on every rank each add 1 to
@@ -226,9 +227,11 @@ static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters
 
 // -------------------------------------------------------- 3. barrier
 
+// oneThread: a barrier of one thread (ccoCoopThread), which stores to every
+// peer itself; else of the block, one peer per thread.
 __global__ void barrier_cco(ccoDevComm dc, uint32_t index, uint32_t warm, uint32_t iters, unsigned long long* ns,
-                            unsigned int* bad) {
-  ccoLsaBarrierSession s = ccoLsaBarrierSessionInit(&dc, index, ccoCoopBlock);
+                            unsigned int* bad, int oneThread) {
+  ccoLsaBarrierSession s = ccoLsaBarrierSessionInit(&dc, index, oneThread ? ccoCoopThread : ccoCoopBlock);
   uint64_t t0 = cco_impl_clock_ns();
   for (uint32_t i = 0; i < warm + iters; i++) {
     if (i == warm) t0 = cco_impl_clock_ns();
@@ -272,34 +275,35 @@ static void bench_barrier(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters,
                           cudaStream_t st, unsigned long long* dNs, unsigned int* dBad) {
   const uint32_t threads = 128;
   const int trials = 5;
-  double cco[trials], raw[trials];
+  double cco[trials], raw[trials], one[trials];
   static uint32_t epoch = 0; // the raw inbox's, across calls too
   unsigned int bad = 0;
   for (int t = 0; t < trials; t++) {
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 3; kind++) {
       CCO_OK(ccoBarrierAll(comm));
-      if (kind == 0) barrier_cco<<<1, threads, 0, st>>>(*dc, 0, warm, iters, dNs, dBad);
-      else barrier_raw<<<1, threads, 0, st>>>(win, epoch, warm, iters, dNs);
+      if (kind == 0) barrier_cco<<<1, threads, 0, st>>>(*dc, 0, warm, iters, dNs, dBad, 0);
+      else if (kind == 1) barrier_raw<<<1, threads, 0, st>>>(win, epoch, warm, iters, dNs);
+      else barrier_cco<<<1, 1, 0, st>>>(*dc, 0, warm, iters, dNs, dBad, 1);
       CUDA_OK(cudaGetLastError());
       unsigned long long ns = 0;
       CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
       CUDA_OK(cudaStreamSynchronize(st));
       if (kind == 1) epoch += warm + iters;
-      (kind == 0 ? cco : raw)[t] = bench_slowest(comm, ns * 1e-3 / iters, size);
+      (kind == 0 ? cco : kind == 1 ? raw : one)[t] = bench_slowest(comm, ns * 1e-3 / iters, size);
     }
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
-  double c = bench_median(cco, trials), r = bench_median(raw, trials);
+  double c = bench_median(cco, trials), r = bench_median(raw, trials), o = bench_median(one, trials);
   if (rank == 0) {
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 3; kind++) {
       bench_line l;
       bench_line_start(&l, "lsa", "lsa_barrier", BENCH_NO_BYTES, size, iters);
-      bench_line_str(&l, "scope", "block");
+      bench_line_str(&l, "scope", kind == 2 ? "thread" : "block");
       bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
-      bench_line_int(&l, "threads", threads);
+      bench_line_int(&l, "threads", kind == 2 ? 1 : (int)threads);
       bench_line_int(&l, "trials", trials);
-      if (kind == 0) bench_line_int(&l, "bad_status", bad);
-      bench_line_emit(&l, "us", kind == 0 ? c : r, kind == 0 ? NULL : "raw_flag");
+      if (kind != 1) bench_line_int(&l, "bad_status", bad);
+      bench_line_emit(&l, "us", kind == 0 ? c : kind == 1 ? r : o, kind == 1 ? "raw_flag" : NULL);
     }
   }
 }
