@@ -11,6 +11,25 @@ cco_pyvenv() {
   local dir=$1; shift
   CCO_PYTHON=$(command -v python3 || true)
   [ -n "$CCO_PYTHON" ] || return 0
+  # Tests that share an environment run at the same time (ctest -j): one
+  # making it or installing into it at a time, or the other finds a
+  # half-made environment whose pip fails at once. The lock goes with the
+  # subshell's descriptor when it returns.
+  if command -v flock >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$dir")"
+    (
+      flock 9
+      cco_pyvenv_locked "$dir" "$@"
+    ) 9>"$dir.lock"
+  else
+    cco_pyvenv_locked "$dir" "$@"
+  fi
+  if [ -x "$dir/bin/python" ]; then CCO_PYTHON=$dir/bin/python; fi
+  return 0
+}
+
+cco_pyvenv_locked() {
+  local dir=$1; shift
   if [ ! -x "$dir/bin/python" ]; then
     if ! python3 -m venv --system-site-packages "$dir" >/dev/null 2>&1; then
       rm -rf "$dir"
