@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Builds cco on the GPU machine, runs the CPU and GPU test suites and the
 # benchmarks, and writes every log under $OUT (or ./gpu-logs).
-# Usage: bash tests/gpu/gpu_machine.sh [tests|gpu|bench|all]
+# Usage: bash tests/gpu/gpu_machine.sh [tests|gpu|bench|lsa|moe|all]
 #   tests: the CPU suite (ctest) and the GPU suite; gpu: the GPU suite alone;
-#   bench: the benchmarks; all (default): everything.
+#   bench: the benchmarks; lsa: the LSA signal figures (ping-pong, barrier,
+#   message rate at 2 and 8 ranks) beside NVSHMEM's, a few minutes; moe: the
+#   MoE benchmark beside torch's exchange at 2 ranks; all (default):
+#   everything but lsa and moe, which bench includes.
+# CCO_KERNEL_ARCHS (default: every SM the build knows) narrows the embedded
+# kernels, e.g. 90 for a quicker build on Hopper. CCO_PACK_LOGS=1 leaves
+# only machine.txt, the JSON lines and one archive of every log in the log
+# folder, for runners that return a few files.
 # The paths below are the repository's: the script runs from its root,
 # wherever it is called from ($OUT or ./gpu-logs stays relative to the caller).
 set -u
@@ -24,7 +31,9 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 # (rdma/fabric.h ...) in .fabric-headers builds the network engine.
 fabric=()
 [ -f .fabric-headers/rdma/fabric.h ] && fabric=(-DCCO_LIBFABRIC_INCLUDE="$PWD/.fabric-headers")
-CUDACXX=$nvcc cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${fabric[@]}" >"$out/build.log" 2>&1 &&
+archs=()
+[ -n "${CCO_KERNEL_ARCHS:-}" ] && archs=(-DCCO_KERNEL_ARCHS="$CCO_KERNEL_ARCHS")
+CUDACXX=$nvcc cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${fabric[@]}" "${archs[@]}" >"$out/build.log" 2>&1 &&
   cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 bin=$build/bin
 "$bin/cco-info" -e >"$out/cco-info.txt" 2>&1; head -6 "$out/cco-info.txt"
@@ -33,7 +42,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   (cd "$build" && ctest --output-on-failure --timeout 300) >"$out/ctest.txt" 2>&1
   echo "ctest rc=$?"; grep -E "tests passed|Failed|\*\*\*" "$out/ctest.txt" | head -20
 fi
-if [ "$what" != bench ]; then
+if [ "$what" = tests ] || [ "$what" = gpu ] || [ "$what" = all ]; then
   bash tests/gpu/run_gpu_tests.sh "$bin" >"$out/gpu_tests.txt" 2>&1
   echo "gpu tests rc=$?"; grep -E "^(ok|FAIL)|passed|cco-demo" "$out/gpu_tests.txt" | head -40
 fi
@@ -56,14 +65,41 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   # collectives in CUDA graphs against torch's kernels on NVSHMEM (coll) at 2, 4, 8 ranks; torch
   # backend "CCO" against torch's NVSHMEM backend (torch): rendezvous and one_shot_all_reduce.
   perf gpu
+  python3 bench/bench_moe.py --bin "$bin" --ranks 2,4 --tokens 4096,128 --jobs cco,torch >>"$out/bench.jsonl" \
+    2>"$out/bench_moe.log"
+  echo "bench_moe rc=$?"
   mps_stop
   # shellcheck source=tests/scripts/pyvenv.sh
   source tests/scripts/pyvenv.sh
   cco_pyvenv "$build/pyvenv" matplotlib:matplotlib
   "$CCO_PYTHON" bench/plot.py "$out/bench.jsonl" -o "$out/plots" || echo "plots: not drawn (see above)"
 fi
+if [ "$what" = lsa ] || [ "$what" = moe ]; then
+  date=$(date -u +%Y-%m-%dT%H:%MZ)
+  rm -f "$out/bench.jsonl"
+  mps_start
+  if [ "$what" = lsa ]; then
+    bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1 || tail -5 "$out/nvshmem_build.log"
+    for b in lsa nvshmem; do
+      python3 bench/cco_perf.py "$b" --ranks 2,8 --op pingpong,barrier,rate --bin "$bin" --date "$date" --append \
+        -o "$out/bench.jsonl" --log-dir "$out/bench-logs"
+      echo "cco_perf $b rc=$?"
+    done
+  else
+    python3 bench/bench_moe.py --bin "$bin" --ranks 2 --tokens 4096,128 --jobs cco,torch >"$out/bench.jsonl" \
+      2>"$out/bench_moe.log"
+    echo "bench_moe rc=$?"
+  fi
+  mps_stop
+  cat "$out/bench.jsonl"
+fi
 # Several GPUs: the suite and the benchmarks again, one process per GPU.
 if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
   bash tests/gpu/run_multi_gpu.sh "$bin" "$out/multi" >"$out/multi_gpu.txt" 2>&1
   echo "multi-GPU rc=$?"; grep -E "^(ok|FAIL)|run_multi_gpu" "$out/multi_gpu.txt"
+fi
+if [ "${CCO_PACK_LOGS:-0}" = 1 ]; then
+  (cd "$out" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude=bench.jsonl --exclude=machine.txt . &&
+    find . -mindepth 1 -maxdepth 1 ! -name logs.tar.gz ! -name bench.jsonl ! -name machine.txt -exec rm -rf {} +)
+  echo "logs packed: $out/logs.tar.gz"
 fi
