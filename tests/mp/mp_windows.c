@@ -296,6 +296,19 @@ static void test_two_comms_import(void) {
   MP_CHECK(fds1 < fds0, "fds %d with comm2 alive, %d after its destroy", fds0, fds1);
 }
 
+/* Whether some mapping of this process covers addr. */
+static int mapped(const void* addr) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  char line[512];
+  int found = 0;
+  while (f && !found && fgets(line, sizeof(line), f)) {
+    unsigned long long lo, hi;
+    if (sscanf(line, "%llx-%llx", &lo, &hi) == 2) found = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+  }
+  if (f) fclose(f);
+  return found;
+}
+
 /* Windows deregistered on a failed communicator: a peer that has not seen
  * the failure yet may still be writing into them over the network, so the
  * memory stays mapped (deregistration succeeds, the handle is gone) until
@@ -304,7 +317,7 @@ static void test_deregister_after_failure(void) {
   ccoUniqueId id2, ids[64];
   if (g_rank == 0) OK(ccoGetUniqueId(&id2));
   OK(ccoBootstrapAllGather(g_comm, &id2, ids, sizeof(id2)));
-  int maps0 = count_lines("/proc/self/maps"), fds0 = mp_count_fds();
+  int fds0 = mp_count_fds();
   ccoComm* comm2 = NULL;
   OK(ccoCommCreate(ids[0], g_size, g_rank, 0, &comm2));
   if (!comm2) return;
@@ -321,6 +334,7 @@ static void test_deregister_after_failure(void) {
   MP_CHECK(ccoWindowDeregister(comm2, onAlloc) == ccoSuccess, "deregister on a failed communicator: %s",
            ccoGetLastError(comm2));
   /* What a late network write does: the memory is still there. */
+  MP_CHECK(p && mapped(p) && user && mapped(user), "parked windows' memory unmapped before ccoCommDestroy");
   if (p) memset(p, 0x3c, size);
   if (user) memset(user, 0x3c, size);
   MP_CHECK(ccoWindowDeregister(comm2, owned) == ccoInvalidArgument, "a parked window deregistered twice");
@@ -329,8 +343,9 @@ static void test_deregister_after_failure(void) {
   OK(ccoCommDestroy(comm2));
   MP_CHECK(mp_count_fds() == fds0, "fds %d after destroying the failed communicator, %d before", mp_count_fds(),
            fds0);
-  int maps1 = count_lines("/proc/self/maps");
-  MP_CHECK(maps1 <= maps0 + 2, "mappings %d after destroying the failed communicator, %d before", maps1, maps0);
+  /* The sanitizers' allocators map memory of their own meanwhile, so the
+   * windows' own addresses are checked, not the count of mappings. */
+  MP_CHECK(!mapped(p) && !mapped(user), "parked windows' memory still mapped after ccoCommDestroy");
 }
 
 int main(int argc, char** argv) {
