@@ -194,8 +194,9 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSignalWaitUntil(const ccoDevComm* dc, const 
  * LSA barrier b keeps, in the resource window of every rank, an inbox of
  * lsaSize uint32 slots: slot s holds the last epoch rank s arrived at. To
  * arrive, a rank stores its next epoch (released: one fence, then plain
- * strong stores, at the LSA scope) into its slot of every peer's inbox; to wait, it loads (acquire) every slot of its
- * own inbox until each has reached that epoch. No atomics, one writer per
+ * strong stores, at the LSA scope) into its slot of every peer's inbox; to
+ * wait, it loads (acquire) every slot of its own inbox until each has
+ * reached that epoch. No atomics, one writer per
  * slot, and the epochs only grow (compared with wrap-around), so sessions
  * can follow each other without resetting anything. A session keeps the
  * epoch in registers and stores it back at ccoLsaBarrierSessionEnd.

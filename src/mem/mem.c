@@ -73,17 +73,19 @@ ccoResult_t cco_mem_free_alloc(cco_mem* m, cco_alloc* a) {
   return res;
 }
 
+static void free_windows(cco_mem* m, cco_window_rec** list) {
+  while (*list) {
+    cco_window_rec* w = *list;
+    *list = w->next;
+    cco_mem_window_free_rec(m, w);
+  }
+}
+
 void cco_mem_fini(cco_mem* m) {
   if (!m->lockReady) return;
   pthread_mutex_lock(&m->lock);
-  for (cco_window_rec** list = &m->parked;; list = &m->windows) {
-    while (*list) {
-      cco_window_rec* w = *list;
-      *list = w->next;
-      cco_mem_window_free_rec(m, w);
-    }
-    if (list == &m->windows) break;
-  }
+  free_windows(m, &m->parked);
+  free_windows(m, &m->windows);
   while (m->allocs) cco_mem_free_alloc(m, m->allocs);
   pthread_mutex_unlock(&m->lock);
   if (m->flatBase)

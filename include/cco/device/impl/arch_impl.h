@@ -131,16 +131,19 @@ CCO_DEVICE_INLINE void cco_impl_st_relaxed_u32(uint32_t* p, uint32_t v) {
     else __asm__ volatile("ld.acquire.sys." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory");          \
     return v;                                                                                    \
   }
-#define CCO_IMPL_SCOPED_ST_(name, type, cons, width)                                             \
+/* A store with PTX semantic `sem` on the GPU and memory order `hostOrder`
+ * on the host platform (the two differ where a fence the host cannot model
+ * stands before a relaxed store). */
+#define CCO_IMPL_SCOPED_ST_(name, type, cons, width, sem, hostOrder)                             \
   CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) {                                   \
-    if (gpuScope) __asm__ volatile("st.release.gpu." width " [%0], %1;" ::"l"(p), cons(v) : "memory"); \
-    else __asm__ volatile("st.release.sys." width " [%0], %1;" ::"l"(p), cons(v) : "memory");          \
+    if (gpuScope) __asm__ volatile("st." sem ".gpu." width " [%0], %1;" ::"l"(p), cons(v) : "memory"); \
+    else __asm__ volatile("st." sem ".sys." width " [%0], %1;" ::"l"(p), cons(v) : "memory");          \
   }
 #else
 #define CCO_IMPL_SCOPED_LD_(name, type, cons, width) \
   CCO_DEVICE_INLINE type name(const type* p, int gpuScope) { (void)gpuScope; return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-#define CCO_IMPL_SCOPED_ST_(name, type, cons, width) \
-  CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) { (void)gpuScope; __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+#define CCO_IMPL_SCOPED_ST_(name, type, cons, width, sem, hostOrder) \
+  CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) { (void)gpuScope; __atomic_store_n(p, v, hostOrder); }
 #endif
 /* The waits poll with these acquire loads. A relaxed poll and one
  * fence.acq_rel when the value is there orders as much, but on Hopper a
@@ -149,8 +152,17 @@ CCO_DEVICE_INLINE void cco_impl_st_relaxed_u32(uint32_t* p, uint32_t v) {
  * one 1.05), while an acquire load adds no fence to the poll. */
 CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u32, uint32_t, "r", "u32")
 CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u64, uint64_t, "l", "u64")
-CCO_IMPL_SCOPED_ST_(cco_impl_st_release_scoped_u32, uint32_t, "r", "u32")
-CCO_IMPL_SCOPED_ST_(cco_impl_st_release_scoped_u64, uint64_t, "l", "u64")
+CCO_IMPL_SCOPED_ST_(cco_impl_st_release_scoped_u32, uint32_t, "r", "u32", "release", __ATOMIC_RELEASE)
+CCO_IMPL_SCOPED_ST_(cco_impl_st_release_scoped_u64, uint64_t, "l", "u64", "release", __ATOMIC_RELEASE)
+/* Relaxed, at the LSA scope: signals that order nothing before them. */
+CCO_IMPL_SCOPED_ST_(cco_impl_st_relaxed_scoped_u64, uint64_t, "l", "u64", "relaxed", __ATOMIC_RELAXED)
+/* One release for several stores: cco_impl_release_fence_scoped, then these
+ * strong stores. On Hopper each st.release compiles to MEMBAR + ST, so a
+ * thread that releases n stores with st.release pays n MEMBARs (about
+ * 0.3 us each); fence.acq_rel is one MEMBAR for all of them (sm_90 SASS).
+ * On the host platform the fence is nothing and each store a release: the
+ * sanitizer models no fences. */
+CCO_IMPL_SCOPED_ST_(cco_impl_st_after_fence_scoped_u32, uint32_t, "r", "u32", "relaxed", __ATOMIC_RELEASE)
 #undef CCO_IMPL_SCOPED_LD_
 #undef CCO_IMPL_SCOPED_ST_
 
@@ -166,37 +178,13 @@ CCO_DEVICE_INLINE uint64_t cco_impl_atomic_add_release_scoped_u64(uint64_t* p, u
 #endif
 }
 
-/* Relaxed, at the LSA scope: signals that order nothing before them. */
-CCO_DEVICE_INLINE void cco_impl_st_relaxed_scoped_u64(uint64_t* p, uint64_t v, int gpuScope) {
-#if CCO_ARCH_GPU
-  if (gpuScope) __asm__ volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  else __asm__ volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-#else
-  (void)gpuScope;
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
-#endif
-}
-/* One release for several stores: a fence, then relaxed stores. On
- * Hopper each st.release compiles to MEMBAR + ST, so a thread that
- * releases n stores with st.release pays n MEMBARs (about 0.3 us each);
- * fence.acq_rel is one MEMBAR for all of them (sm_90 SASS). On the host
- * platform the fence is nothing and each store a release: the sanitizer
- * models no fences. */
+/* The fence of cco_impl_st_after_fence_scoped_u32's release. */
 CCO_DEVICE_INLINE void cco_impl_release_fence_scoped(int gpuScope) {
 #if CCO_ARCH_GPU
   if (gpuScope) __asm__ volatile("fence.acq_rel.gpu;" ::: "memory");
   else __asm__ volatile("fence.acq_rel.sys;" ::: "memory");
 #else
   (void)gpuScope;
-#endif
-}
-CCO_DEVICE_INLINE void cco_impl_st_after_fence_scoped_u32(uint32_t* p, uint32_t v, int gpuScope) {
-#if CCO_ARCH_GPU
-  if (gpuScope) __asm__ volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  else __asm__ volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-  (void)gpuScope;
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
 }
 CCO_DEVICE_INLINE uint64_t cco_impl_atomic_add_relaxed_scoped_u64(uint64_t* p, uint64_t v, int gpuScope) {
