@@ -170,58 +170,53 @@ __global__ void pingpong_fence_poll(ccoDevComm dc, ccoWindow_t win, int role, ui
   *ns = cco_impl_clock_ns() - t0;
 }
 
+// One ping-pong line; variant and ref may be NULL, bad < 0 and goal 0 are left out.
+static void pingpong_line(const ccoDevComm* dc, int size, uint32_t iters, int trials, const char* variant,
+                          double minUs, double us, const char* ref, int bad, double goal) {
+  bench_line l;
+  bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
+  bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
+  bench_line_int(&l, "trials", trials);
+  if (variant) bench_line_str(&l, "variant", variant);
+  if (bad >= 0) bench_line_int(&l, "bad_status", bad);
+  if (goal > 0) bench_line_num(&l, "goal_ratio_max", goal);
+  bench_line_num(&l, "min_us", minUs);
+  bench_line_emit(&l, "us", us, ref);
+}
+
 static void bench_pingpong(const ccoDevComm* dc, ccoWindow_t win, uint32_t iters, uint32_t warm, int rank, int size,
                            int lsaRank, cudaStream_t st, unsigned long long* dNs, unsigned int* dBad) {
   const int trials = 5;
-  double cco[trials], raw[trials], relaxed[trials], fencePoll[trials];
+  enum { kRelease, kRaw, kRelaxed, kFencePoll, kKinds };
+  double v[kKinds][trials];
   static uint64_t base = 0; // across calls too: the words are never reset
   unsigned int bad = 0;
   for (int t = 0; t < trials; t++) {
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < kKinds; kind++) {
       CCO_OK(ccoBarrierAll(comm));
       unsigned long long ns = 0;
       if (lsaRank < 2) {
-        if (kind == 0 || kind == 2) pingpong_cco<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs, dBad, kind == 2);
-        else if (kind == 1) pingpong_raw<<<1, 1, 0, st>>>(win, lsaRank, base, warm, iters, dNs);
-        else pingpong_fence_poll<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs);
+        if (kind == kRaw) pingpong_raw<<<1, 1, 0, st>>>(win, lsaRank, base, warm, iters, dNs);
+        else if (kind == kFencePoll) pingpong_fence_poll<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs);
+        else pingpong_cco<<<1, 1, 0, st>>>(*dc, win, lsaRank, base, warm, iters, dNs, dBad, kind == kRelaxed);
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaMemcpyAsync(&ns, dNs, sizeof(ns), cudaMemcpyDeviceToHost, st));
         CUDA_OK(cudaStreamSynchronize(st));
       }
-      (kind == 0 ? cco : kind == 1 ? raw : kind == 2 ? relaxed : fencePoll)[t] = ns * 1e-3 / iters / 2; // us per one-way trip
+      v[kind][t] = ns * 1e-3 / iters / 2; // us per one-way trip
       base += warm + iters; // each kind's values above the last's: no word is ever reset
     }
   }
   CUDA_OK(cudaMemcpy(&bad, dBad, sizeof(bad), cudaMemcpyDeviceToHost));
-  double c = bench_median(cco, trials), r = bench_median(raw, trials), x = bench_median(relaxed, trials);
-  double f = bench_median(fencePoll, trials);
+  double med[kKinds];
+  for (int kind = 0; kind < kKinds; kind++) med[kind] = bench_median(v[kind], trials); // sorts: [0] is the minimum
   if (rank == 0) {
-    bench_line l;
-    bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
-    bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
-    bench_line_int(&l, "trials", trials);
-    bench_line_int(&l, "bad_status", bad);
-    bench_line_num(&l, "goal_ratio_max", 1.10);
-    bench_line_num(&l, "min_us", cco[0]); // bench_median sorted it
-    bench_line_emit(&l, "us", c, NULL);
-    bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
-    bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
-    bench_line_int(&l, "trials", trials);
-    bench_line_num(&l, "min_us", raw[0]);
-    bench_line_emit(&l, "us", r, "raw_flag");
+    // bad < 0: not a cco wait.
+    pingpong_line(dc, size, iters, trials, NULL, v[kRelease][0], med[kRelease], NULL, (int)bad, 1.10);
+    pingpong_line(dc, size, iters, trials, NULL, v[kRaw][0], med[kRaw], "raw_flag", -1, 0);
     // The relaxed signal: NVSHMEM's signal_op (nvshmem_ref) is its reference.
-    bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
-    bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
-    bench_line_int(&l, "trials", trials);
-    bench_line_str(&l, "variant", "relaxed");
-    bench_line_num(&l, "min_us", relaxed[0]);
-    bench_line_emit(&l, "us", x, NULL);
-    bench_line_start(&l, "lsa", "signal_pingpong", BENCH_NO_BYTES, size, iters);
-    bench_line_str(&l, "lsa_scope", dc->lsaScopeGpu ? "gpu" : "sys");
-    bench_line_int(&l, "trials", trials);
-    bench_line_str(&l, "variant", "relaxed");
-    bench_line_num(&l, "min_us", fencePoll[0]);
-    bench_line_emit(&l, "us", f, "relaxed_poll_fence");
+    pingpong_line(dc, size, iters, trials, "relaxed", v[kRelaxed][0], med[kRelaxed], NULL, -1, 0);
+    pingpong_line(dc, size, iters, trials, "relaxed", v[kFencePoll][0], med[kFencePoll], "relaxed_poll_fence", -1, 0);
   }
 }
 
