@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds cco on the GPU machine, runs the CPU and GPU test suites and the
 # benchmarks, and writes every log under $OUT (or ./gpu-logs).
-# Usage: bash tests/gpu/gpu_machine.sh [tests|gpu|bench|lsa|moe|all]
+# Usage: bash tests/gpu/gpu_machine.sh [tests|gpu|bench|all|LIST]
 #   tests: the CPU suite (ctest) and the GPU suite; gpu: the GPU suite alone;
-#   bench: the benchmarks; lsa: the LSA signal figures (ping-pong, barrier,
-#   message rate at 2 and 8 ranks) beside NVSHMEM's, a few minutes; moe: the
-#   MoE benchmark beside torch's exchange at 2 ranks; all (default):
-#   everything but lsa and moe, which bench includes.
+#   bench: the benchmarks; all (default): all three.
+#   LIST: focused runs of a few minutes each, comma-separated, in this order:
+#   check (LSA, collectives and MoE tests at 2 and 8 ranks), lsa (ping-pong,
+#   barrier, message rate at 2 and 8 ranks, beside NVSHMEM's), moe (the MoE
+#   benchmark beside torch's exchange at 2 ranks), sdma, gda (2 ranks).
 # CCO_KERNEL_ARCHS (default: every SM the build knows) narrows the embedded
 # kernels, e.g. 90 for a quicker build on Hopper. CCO_PACK_LOGS=1 leaves
 # only machine.txt, the JSON lines and one archive of every log in the log
@@ -74,22 +75,41 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   cco_pyvenv "$build/pyvenv" matplotlib:matplotlib
   "$CCO_PYTHON" bench/plot.py "$out/bench.jsonl" -o "$out/plots" || echo "plots: not drawn (see above)"
 fi
-if [ "$what" = lsa ] || [ "$what" = moe ]; then
+# The focused runs, in the order given (lsa,moe,...): each prints its JSON lines.
+want() { case ",$what," in *",$1,"*) return 0 ;; esac; return 1; }
+focused=0
+for m in check lsa moe sdma gda; do want "$m" && focused=1; done
+if [ "$focused" = 1 ]; then
   date=$(date -u +%Y-%m-%dT%H:%MZ)
   rm -f "$out/bench.jsonl"
   mps_start
-  if [ "$what" = lsa ]; then
-    bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1 || tail -5 "$out/nvshmem_build.log"
-    for b in lsa nvshmem; do
-      python3 bench/cco_perf.py "$b" --ranks 2,8 --op pingpong,barrier,rate --bin "$bin" --date "$date" --append \
-        -o "$out/bench.jsonl" --log-dir "$out/bench-logs"
-      echo "cco_perf $b rc=$?"
+  stamp() { echo "[$SECONDS s] $*"; }
+  if want check; then
+    # The GPU code a performance change touches, before its figures count:
+    # LSA waits and barriers, the collectives' syncs, the MoE kernels.
+    for n in 2 8; do
+      "$bin/ccorun" -t 300 -n "$n" "$bin/gpu_lsa" >"$out/check-lsa-$n.txt" 2>&1; stamp "gpu_lsa $n ranks rc=$?"
+      "$bin/ccorun" -t 300 -n "$n" "$bin/test_coll_gpu" --quick >"$out/check-coll-$n.txt" 2>&1
+      stamp "test_coll_gpu --quick $n ranks rc=$?"
     done
-  else
-    python3 bench/bench_moe.py --bin "$bin" --ranks 2 --tokens 4096,128 --jobs cco,torch >"$out/bench.jsonl" \
-      2>"$out/bench_moe.log"
-    echo "bench_moe rc=$?"
+    "$bin/ccorun" -t 300 -n 2 -p -x CCO_LIBRARY="$build/lib/libcco.so" -x PYTHONPATH="$PWD/python" \
+      python3 tests/gpu/test_moe_gpu.py >"$out/check-moe-2.txt" 2>&1
+    stamp "test_moe_gpu.py 2 ranks rc=$?"; grep -hE "passed|FAIL" "$out"/check-*.txt | sort | uniq -c | head -20
   fi
+  perf() { python3 bench/cco_perf.py "$@" --bin "$bin" --date "$date" --append -o "$out/bench.jsonl" \
+    --log-dir "$out/bench-logs"; stamp "cco_perf $1 rc=$?"; }
+  if want lsa; then
+    bash bench/build_nvshmem_ref.sh "$build" >"$out/nvshmem_build.log" 2>&1 || tail -5 "$out/nvshmem_build.log"
+    perf lsa --ranks 2,8 --op pingpong,barrier,rate
+    perf nvshmem --ranks 2,8 --op pingpong,barrier,rate
+  fi
+  if want moe; then
+    python3 bench/bench_moe.py --bin "$bin" --ranks 2 --tokens 4096,128 --jobs cco,torch >>"$out/bench.jsonl" \
+      2>"$out/bench_moe.log"
+    stamp "bench_moe rc=$?"
+  fi
+  want sdma && perf sdma --ranks 2
+  want gda && perf gda --ranks 2 --op overhead,bw,latency,rate
   mps_stop
   cat "$out/bench.jsonl"
 fi
