@@ -7,7 +7,10 @@
 #   LIST: focused runs of a few minutes each, comma-separated, in this order:
 #   check (LSA, collectives and MoE tests at 2 and 8 ranks), lsa (ping-pong,
 #   barrier, message rate at 2 and 8 ranks, beside NVSHMEM's), moe (the MoE
-#   benchmark beside torch's exchange at 2 ranks), sdma, gda (2 ranks).
+#   benchmark beside torch's exchange at 2 ranks), sdma, gda (2 ranks),
+#   moe-tests (the MoE GPU test at 4 and 8 ranks), fused (the fused-op GPU
+#   test at 4 and 8 ranks, then bench_fused at 8 ranks beside torch's fused
+#   ops, tokens from CCO_BENCH_FUSED_TOKENS, default 1024,8192).
 # CCO_KERNEL_ARCHS (default: every SM the build knows) narrows the embedded
 # kernels, e.g. 90 for a quicker build on Hopper. CCO_PACK_LOGS=1 leaves
 # only machine.txt, the JSON lines and one archive of every log in the log
@@ -78,12 +81,13 @@ fi
 # The focused runs, in the order given (lsa,moe,...): each prints its JSON lines.
 want() { case ",$what," in *",$1,"*) return 0 ;; esac; return 1; }
 focused=0
-for m in check lsa moe sdma gda; do want "$m" && focused=1; done
+for m in check moe-tests lsa moe sdma gda fused; do want "$m" && focused=1; done
 if [ "$focused" = 1 ]; then
   date=$(date -u +%Y-%m-%dT%H:%MZ)
   rm -f "$out/bench.jsonl"
   mps_start
   stamp() { echo "[$SECONDS s] $*"; }
+  pyx=(-x CCO_LIBRARY="$build/lib/libcco.so" -x PYTHONPATH="$PWD/python")
   if want check; then
     # The GPU code a performance change touches, before its figures count:
     # LSA waits and barriers, the collectives' syncs, the MoE kernels.
@@ -92,9 +96,14 @@ if [ "$focused" = 1 ]; then
       "$bin/ccorun" -t 300 -n "$n" "$bin/test_coll_gpu" --quick >"$out/check-coll-$n.txt" 2>&1
       stamp "test_coll_gpu --quick $n ranks rc=$?"
     done
-    "$bin/ccorun" -t 300 -n 2 -p -x CCO_LIBRARY="$build/lib/libcco.so" -x PYTHONPATH="$PWD/python" \
-      python3 tests/gpu/test_moe_gpu.py >"$out/check-moe-2.txt" 2>&1
+    "$bin/ccorun" -t 300 -n 2 -p "${pyx[@]}" python3 tests/gpu/test_moe_gpu.py >"$out/check-moe-2.txt" 2>&1
     stamp "test_moe_gpu.py 2 ranks rc=$?"; grep -hE "passed|FAIL" "$out"/check-*.txt | sort | uniq -c | head -20
+  fi
+  if want moe-tests; then
+    for n in 4 8; do
+      "$bin/ccorun" -t 300 -n "$n" -p "${pyx[@]}" python3 tests/gpu/test_moe_gpu.py >"$out/moe-tests-$n.txt" 2>&1
+      stamp "test_moe_gpu.py $n ranks rc=$?"; grep -h "^\[0\] test_moe_gpu" "$out/moe-tests-$n.txt"
+    done
   fi
   perf() { python3 bench/cco_perf.py "$@" --bin "$bin" --date "$date" --append -o "$out/bench.jsonl" \
     --log-dir "$out/bench-logs"; stamp "cco_perf $1 rc=$?"; }
@@ -110,6 +119,16 @@ if [ "$focused" = 1 ]; then
   fi
   want sdma && perf sdma --ranks 2
   want gda && perf gda --ranks 2 --op overhead,bw,latency,rate
+  if want fused; then
+    # The Triton kernels need the device bitcode (build*/lib, built where clang is).
+    for n in 4 8; do
+      "$bin/ccorun" -t 400 -n "$n" -p "${pyx[@]}" python3 tests/gpu/test_fused_gpu.py --quick >"$out/fused-tests-$n.txt" 2>&1
+      stamp "test_fused_gpu.py --quick $n ranks rc=$?"; grep -h "^test_fused_gpu: [0-9]" "$out/fused-tests-$n.txt"
+    done
+    python3 bench/bench_fused.py --bin "$bin" --ranks 8 --tokens "${CCO_BENCH_FUSED_TOKENS:-1024,8192}" \
+      --jobs torch,cco >>"$out/bench.jsonl" 2>"$out/bench_fused.log"
+    stamp "bench_fused rc=$?"
+  fi
   mps_stop
   cat "$out/bench.jsonl"
 fi
