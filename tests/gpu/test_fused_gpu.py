@@ -27,6 +27,9 @@ os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")  # kernels wait for kernel
 import torch  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = False  # the reference's fp32 products exact
+# One CPU thread per rank: the ranks share the machine, and torch's thread pools, one per rank,
+# each as wide as the machine, made every small CPU tensor op take milliseconds.
+torch.set_num_threads(1)
 
 from cco import CCOInvalidUsage  # noqa: E402
 from cco.launch import finalize, init_communicator  # noqa: E402
@@ -55,8 +58,8 @@ def rank_inputs(op, rank, rnd, world, rows, k, n):
 
 
 def reference(op, me, rnd, world, rows, k, n):
-    """On the GPU in fp32, which is exact here (multiples of 1/256 below 2**13): on the CPU, every
-    rank computing every rank's products took most of a case's time from 4 ranks on."""
+    """On the GPU in fp32, which is exact here (multiples of 1/256 below 2**13): every rank computes
+    every rank's products, work that grows with the square of the ranks."""
     ins = [tuple(t.cuda() for t in rank_inputs(op, r, rnd, world, rows, k, n)) for r in range(world)]
     prods = [a @ b for a, b in ins]
     if op == "gemm_rs":

@@ -24,6 +24,10 @@ os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")  # kernels wait for kernel
 
 import torch  # noqa: E402
 
+# One CPU thread per rank: the ranks share the machine, and torch's thread pools, one per rank,
+# each as wide as the machine, made every small CPU tensor op take milliseconds.
+torch.set_num_threads(1)
+
 from cco.launch import finalize, init_communicator  # noqa: E402
 from cco.ops import EpDispatchCombineConfig, EpDispatchCombineOp  # noqa: E402
 from gpu_checks import Job  # noqa: E402  (next to this file)
