@@ -382,6 +382,7 @@ static bool stop_now(cco_gda_proxy* px, bool failed) {
 
 static void* proxy_main(void* arg) {
   cco_gda_proxy* px = arg;
+  cco_background_thread_init();
   uint64_t idleSince = cco_now_ns(), lastEngine = 0;
   bool engineBusy = true;
   bool failed = false;

@@ -161,6 +161,7 @@ static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
 
 static void* engine_main(void* arg) {
   cco_sdma_engine* e = arg;
+  cco_background_thread_init();
   uint64_t idleSince = cco_now_ns();
   while (!atomic_load(&e->stop)) {
     int work = 0;

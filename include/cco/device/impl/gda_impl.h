@@ -33,7 +33,9 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_gda_check_peer(const ccoGda* g, int pe
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_gda_ticket(const ccoGda* g, uint64_t* ticket) {
   const ccoGdaContextDev* c = g->ctx;
   uint64_t depth = g->dev->queueDepth;
-  uint64_t t = cco_impl_atomic_add_release_u64((uint64_t*)(uintptr_t)c->tail, 1);
+  /* Relaxed, GPU scope: the descriptor's sequence store publishes it (see
+   * cco_impl_sdma_post). */
+  uint64_t t = cco_impl_atomic_add_relaxed_scoped_u64((uint64_t*)(uintptr_t)c->tail, 1, 1);
   /* The head lives in host memory, a bus round trip away; producers share
    * a copy in device memory and read the host word only when that copy
    * says the ring is full. */

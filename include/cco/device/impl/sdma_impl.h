@@ -40,7 +40,11 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int pe
   ccoDevStatus_t st = cco_impl_sdma_check(dc, peer, queue);
   if (st != ccoDevSuccess) return st;
   const ccoSdmaQueueDev* q = cco_impl_sdma_queue(dc, peer, queue);
-  uint64_t ticket = cco_impl_atomic_add_release_u64((uint64_t*)(uintptr_t)q->tail, 1);
+  /* The ticket orders nothing: the release store of the slot's sequence
+   * below publishes the descriptor and the data written before it. Only
+   * this rank's kernels touch the tail (device memory), so GPU scope; a
+   * release here was one more MEMBAR.SYS per post. */
+  uint64_t ticket = cco_impl_atomic_add_relaxed_scoped_u64((uint64_t*)(uintptr_t)q->tail, 1, 1);
   /* Credits: the engine's head lives in host memory, a bus round trip away;
    * producers share a copy in device memory and read the host word only
    * when that copy says the ring is full. A stale (lower) copy only costs
