@@ -8,7 +8,7 @@
 #   check (LSA, collectives and MoE tests at 2 and 8 ranks), lsa (ping-pong,
 #   barrier, message rate at 2 and 8 ranks, beside NVSHMEM's), moe (the MoE
 #   benchmark beside torch's exchange at 2 ranks), sdma, gda (2 ranks),
-#   moe-tests (the MoE GPU test at 4 and 8 ranks), fused (the fused-op GPU
+#   moe-tests (the MoE GPU test at 4 and 8 ranks, and at 4 on two virtual hosts), fused (the fused-op GPU
 #   test at 4 and 8 ranks, then bench_fused at 8 ranks beside torch's fused
 #   ops, tokens from CCO_BENCH_FUSED_TOKENS, default 1024,8192).
 # CCO_KERNEL_ARCHS (default: every SM the build knows) narrows the embedded
@@ -104,6 +104,10 @@ if [ "$focused" = 1 ]; then
       "$bin/ccorun" -t 300 -n "$n" -p "${pyx[@]}" python3 tests/gpu/test_moe_gpu.py >"$out/moe-tests-$n.txt" 2>&1
       stamp "test_moe_gpu.py $n ranks rc=$?"; grep -h "^\[0\] test_moe_gpu" "$out/moe-tests-$n.txt"
     done
+    # Across hosts: GDA between two virtual hosts, LSA inside each.
+    "$bin/ccorun" -t 300 -n 4 --virtual-hosts 2 -p "${pyx[@]}" python3 tests/gpu/test_moe_gpu.py \
+      >"$out/moe-tests-4x2hosts.txt" 2>&1
+    stamp "test_moe_gpu.py 4 ranks on 2 virtual hosts rc=$?"; grep -h "^\[0\] test_moe_gpu" "$out/moe-tests-4x2hosts.txt"
   fi
   perf() { python3 bench/cco_perf.py "$@" --bin "$bin" --date "$date" --append -o "$out/bench.jsonl" \
     --log-dir "$out/bench-logs"; stamp "cco_perf $1 rc=$?"; }
