@@ -23,12 +23,15 @@ static inline uint64_t cco_now_ns(void) {
  * long to be picked up. 1 us costs a few more timer interrupts while idle. */
 static inline void cco_background_thread_init(void) { (void)prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul); }
 
+/* How long after its last work a background thread only yields. */
+#define CCO_IDLE_YIELD_NS 200000u
+
 /* One idle step, idleNs after the last work: yield for the first 200 us
  * (work that follows work comes soon, and latency matters), then nap 20 us,
  * and after 10 ms of quiet nap longNapNs (a quiet communicator should not
  * cost a core). */
 static inline void cco_idle_wait(uint64_t idleNs, long longNapNs) {
-  if (idleNs < 200000) {
+  if (idleNs < CCO_IDLE_YIELD_NS) {
     sched_yield();
     return;
   }

@@ -128,6 +128,10 @@ typedef struct {
   /* Whether `stream` is capturing into a CUDA graph (always false on the
    * host platform, whose streams are placeholders). */
   ccoResult_t (*stream_capturing)(cco_platform* p, void* stream, bool* capturing);
+  /* Whether work enqueued on `stream` has not finished yet (the SDMA
+   * engine's copies in flight; never on the host platform, whose streams do
+   * each step at once). */
+  ccoResult_t (*stream_busy)(cco_platform* p, void* stream, bool* busy);
   /* Whether kernels load lazily (CUDA_MODULE_LOADING=LAZY, CUDA's default
    * since 12.2): a first launch then waits for the running kernels while it
    * holds the context, and every other thread's driver call waits with it.

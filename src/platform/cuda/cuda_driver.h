@@ -115,6 +115,7 @@ enum {
   CCO_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   CCO_CU_STREAM_CAPTURE_STATUS_NONE = 0,
   CCO_CU_ERROR_NO_BINARY_FOR_GPU = 209,
+  CCO_CU_ERROR_NOT_READY = 600, /* CUDA_ERROR_NOT_READY: cuStreamQuery of a busy stream */
 };
 
 /* The CUDA version whose ABI the entry points below are declared with.
@@ -156,6 +157,7 @@ typedef struct {
   cco_cu_result (*streamCreate)(cco_cu_stream* stream, unsigned int flags);
   cco_cu_result (*streamDestroy)(cco_cu_stream stream); /* _v2 */
   cco_cu_result (*streamSynchronize)(cco_cu_stream stream);
+  cco_cu_result (*streamQuery)(cco_cu_stream stream);
   cco_cu_result (*ctxSynchronize)(void);
   cco_cu_result (*memHostAlloc)(void** pp, size_t bytesize, unsigned int flags);
   cco_cu_result (*memHostGetDevicePointer)(cco_cu_deviceptr* pdptr, void* p, unsigned int flags);

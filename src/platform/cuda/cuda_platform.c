@@ -779,6 +779,19 @@ static ccoResult_t cuda_stream_capturing(cco_platform* p, void* stream, bool* ca
   return ccoSuccess;
 }
 
+static ccoResult_t cuda_stream_busy(cco_platform* p, void* stream, bool* busy) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("stream_busy");
+  ctx_scope sc;
+  CCO_CHECK(ctx_enter(s, &sc));
+  cco_cu_result r = s->cu->streamQuery((cco_cu_stream)stream);
+  ctx_leave(s, &sc);
+  *busy = r == CCO_CU_ERROR_NOT_READY;
+  /* No message: the engine asks this in its idle loop, and a failing
+   * context fails the engine's next real driver call, which reports it. */
+  return r == CCO_CU_SUCCESS || r == CCO_CU_ERROR_NOT_READY ? ccoSuccess : ccoCudaError;
+}
+
 static const cco_platform_ops cuda_platform_ops = {
     .name = "cuda",
     .granularity = cuda_granularity,
@@ -813,6 +826,7 @@ static const cco_platform_ops cuda_platform_ops = {
     .kernel_coresident = cuda_kernel_coresident,
     .launch = cuda_launch,
     .stream_capturing = cuda_stream_capturing,
+    .stream_busy = cuda_stream_busy,
     .lazy_module_loading = cuda_lazy_module_loading,
 };
 

@@ -343,6 +343,12 @@ static ccoResult_t host_stream_capturing(cco_platform* p, void* stream, bool* ca
   return ccoSuccess;
 }
 
+static ccoResult_t host_stream_busy(cco_platform* p, void* stream, bool* busy) {
+  (void)p, (void)stream;
+  *busy = false;
+  return ccoSuccess;
+}
+
 static const cco_platform_ops host_platform_ops = {
     .name = "host",
     .granularity = host_granularity,
@@ -376,6 +382,7 @@ static const cco_platform_ops host_platform_ops = {
     .kernel_coresident = host_kernel_coresident,
     .launch = host_launch,
     .stream_capturing = host_stream_capturing,
+    .stream_busy = host_stream_busy,
     .lazy_module_loading = host_lazy_module_loading,
 };
 

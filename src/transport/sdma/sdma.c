@@ -159,6 +159,16 @@ static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
   return n;
 }
 
+static bool streams_busy(cco_sdma_engine* e) {
+  cco_platform* p = e->t->ctx->platform;
+  for (int i = 0; i < e->nStreams; i++) {
+    bool busy = false;
+    /* A failed query counts as quiet: the engine naps, nothing else changes. */
+    if (p->ops->stream_busy(p, e->streams[i], &busy) == ccoSuccess && busy) return true;
+  }
+  return false;
+}
+
 static void* engine_main(void* arg) {
   cco_sdma_engine* e = arg;
   cco_background_thread_init();
@@ -178,7 +188,13 @@ static void* engine_main(void* arg) {
       idleSince = cco_now_ns();
       continue;
     }
-    cco_idle_wait(cco_now_ns() - idleSince, 200000);
+    /* Copies still running are not quiet: the kernel that waits for them
+     * posts its next burst right after, which an engine that started
+     * napping when it issued them would pick up a nap late. Asked only when
+     * the engine is about to nap, so at most once per half yield window. */
+    uint64_t now = cco_now_ns();
+    if (now - idleSince >= CCO_IDLE_YIELD_NS && streams_busy(e)) idleSince = now - CCO_IDLE_YIELD_NS / 2;
+    cco_idle_wait(now - idleSince, 200000);
   }
   return NULL;
 }
