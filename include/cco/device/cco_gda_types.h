@@ -12,6 +12,10 @@
  * - a slot whose flags carry CCO_GDA_FLAG_RING is a doorbell: the proxy
  *   takes the written slots up to the last doorbell it sees, so a post
  *   without one (Deferred, CallerOrdered) waits for a later doorbell;
+ * - a flush's fence is its seq word alone, with CCO_GDA_SEQ_FENCE set: no
+ *   descriptor to order before it, so a relaxed store (on Hopper a release
+ *   is a MEMBAR.SYS); it is a doorbell, and the proxy reads none of the
+ *   slot's other words, which still hold an earlier descriptor;
  * - `head` (host memory mapped for the device) counts the operations that
  *   are complete, in ticket order: it is both the producers' credits and
  *   what flush waits on (a slot is reused only once its operation is done).
@@ -47,6 +51,10 @@ typedef enum {
 } ccoGdaSignalOp_t;
 
 #define CCO_GDA_FLAG_RING 1u /* this post rings the doorbell */
+/* In a slot's seq: the slot is a fence over every peer, nothing else set. */
+#define CCO_GDA_SEQ_FENCE (1ull << 63)
+/* Whether a slot's seq says it holds the post of `ticket`. */
+#define CCO_GDA_SLOT_WRITTEN(seq, ticket) (((seq) & ~CCO_GDA_SEQ_FENCE) == (ticket) + 1u)
 
 typedef struct {
   uint64_t remote;      /* slot offset at the peer: put destination, get source */

@@ -272,8 +272,9 @@ static int take(cco_gda_proxy* px, cco_gda_ring* r) {
   uint32_t mask = r->depth - 1;
   while (r->scanned - r->head < r->depth) {
     ccoGdaSlot* s = &r->slots[r->scanned & mask];
-    if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != r->scanned + 1) break;
-    if (s->flags & CCO_GDA_FLAG_RING) r->bell = r->scanned + 1;
+    uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    if (!CCO_GDA_SLOT_WRITTEN(seq, r->scanned)) break;
+    if ((seq & CCO_GDA_SEQ_FENCE) || (s->flags & CCO_GDA_FLAG_RING)) r->bell = r->scanned + 1;
     r->scanned++;
   }
   uint64_t upto = r->scanned - r->head == r->depth ? r->scanned : r->bell;
@@ -281,7 +282,14 @@ static int take(cco_gda_proxy* px, cco_gda_ring* r) {
   for (; (int64_t)(upto - r->read) > 0; r->read++, n++) {
     cco_gda_op* op = &r->ops[r->read & mask];
     memset(op, 0, sizeof(*op));
-    op->d = r->slots[r->read & mask];
+    const ccoGdaSlot* s = &r->slots[r->read & mask];
+    if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) & CCO_GDA_SEQ_FENCE) {
+      op->d.op = ccoGdaOpFence; /* the rest of the slot is an earlier post's */
+      op->d.peer = -1;
+      op->d.flags = CCO_GDA_FLAG_RING;
+    } else {
+      op->d = *s;
+    }
     op->ring = r;
     op->ticket = r->read;
     op->active = true;
@@ -365,7 +373,8 @@ static bool proxy_idle(cco_gda_proxy* px) {
     for (int i = 0; i < st->nRings; i++) {
       cco_gda_ring* r = &st->rings[i];
       const ccoGdaSlot* next = &r->slots[r->scanned & (r->depth - 1)];
-      if (r->head != r->read || r->scanned != r->read || __atomic_load_n(&next->seq, __ATOMIC_ACQUIRE) == r->scanned + 1)
+      if (r->head != r->read || r->scanned != r->read ||
+          CCO_GDA_SLOT_WRITTEN(__atomic_load_n(&next->seq, __ATOMIC_ACQUIRE), r->scanned))
         return false;
     }
   return px->path != CCO_GDA_PATH_STAGED || cco_gda_staged_idle(px);

@@ -498,7 +498,8 @@ static bool state_drained(const cco_gda_state* st) {
   for (int i = 0; i < st->nRings; i++) {
     const cco_gda_ring* r = &st->rings[i];
     const ccoGdaSlot* next = &r->slots[r->scanned & (r->depth - 1)];
-    if (r->head != r->read || r->bell != r->read || __atomic_load_n(&next->seq, __ATOMIC_ACQUIRE) == r->scanned + 1)
+    if (r->head != r->read || r->bell != r->read ||
+        CCO_GDA_SLOT_WRITTEN(__atomic_load_n(&next->seq, __ATOMIC_ACQUIRE), r->scanned))
       return false;
   }
   return true;

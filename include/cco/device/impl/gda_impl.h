@@ -128,9 +128,18 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_gda_wait_head(const ccoGda* g, uint64_
 
 /* Posts a fence (a doorbell: it publishes every post before it) toward
  * peer (-1: every peer) and returns its request. One thread. */
+/* A fence is the slot's seq word alone (CCO_GDA_SEQ_FENCE), stored relaxed:
+ * it publishes nothing of its own, and the posts before it published
+ * themselves. It waits for every peer; a flush toward one peer may wait for
+ * more than it asked, never less (peer is checked by the caller). */
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_gda_fence(const ccoGda* g, int peer, ccoGdaRequest* req) {
+  (void)peer;
   uint64_t t = 0;
-  ccoDevStatus_t st = cco_impl_gda_post(g, peer, ccoGdaOpFence, 0, 0, 0, ccoGdaSigNone(), CCO_GDA_NO_COUNTER, 1, &t);
+  ccoDevStatus_t st = cco_impl_gda_ticket(g, &t);
+  if (st == ccoDevSuccess) {
+    ccoGdaSlot* s = &((ccoGdaSlot*)(uintptr_t)g->ctx->slots)[t & (g->dev->queueDepth - 1)];
+    cco_impl_st_relaxed_scoped_u64(&s->seq, (t + 1) | CCO_GDA_SEQ_FENCE, 0);
+  }
   req->ticket = t;
   req->context = g->context;
   req->valid = st == ccoDevSuccess;
