@@ -126,12 +126,12 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_gda_wait_head(const ccoGda* g, uint64_
   return ccoDevSuccess;
 }
 
-/* Posts a fence (a doorbell: it publishes every post before it) toward
- * peer (-1: every peer) and returns its request. One thread. */
-/* A fence is the slot's seq word alone (CCO_GDA_SEQ_FENCE), stored relaxed:
- * it publishes nothing of its own, and the posts before it published
- * themselves. It waits for every peer; a flush toward one peer may wait for
- * more than it asked, never less (peer is checked by the caller). */
+/* Posts a fence (a doorbell: it publishes every post before it) and returns
+ * its request. One thread. The fence is its slot's seq word alone
+ * (CCO_GDA_SEQ_FENCE), stored relaxed: it has nothing of its own to
+ * publish, and the posts before it published themselves. It waits for every
+ * peer, so a flush toward one peer (checked by the caller) may wait for more
+ * than it asked, never less. */
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_gda_fence(const ccoGda* g, int peer, ccoGdaRequest* req) {
   (void)peer;
   uint64_t t = 0;
