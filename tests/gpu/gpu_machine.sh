@@ -8,9 +8,11 @@
 #   check (LSA, collectives and MoE tests at 2 and 8 ranks), lsa (ping-pong,
 #   barrier, message rate at 2 and 8 ranks, beside NVSHMEM's), moe (the MoE
 #   benchmark beside torch's exchange at 2 ranks), sdma, gda (2 ranks),
-#   moe-tests (the MoE GPU test at 4 and 8 ranks, and at 4 on two virtual hosts), fused (the fused-op GPU
-#   test at 4 and 8 ranks, then bench_fused at 8 ranks beside torch's fused
-#   ops, tokens from CCO_BENCH_FUSED_TOKENS, default 1024,8192).
+#   moe-tests (the MoE GPU test at CCO_MOE_TEST_RANKS ranks, default "4 8", then
+#   at 4 on two virtual hosts), fused-tests (the fused-op GPU test at
+#   CCO_FUSED_TEST_RANKS ranks, default "4 8"), fused-bench (bench_fused at 8
+#   ranks beside torch's fused ops, tokens from CCO_BENCH_FUSED_TOKENS, default
+#   1024,8192), fused (both).
 # CCO_KERNEL_ARCHS (default: every SM the build knows) narrows the embedded
 # kernels, e.g. 90 for a quicker build on Hopper. CCO_PACK_LOGS=1 leaves
 # only machine.txt, the JSON lines and one archive of every log in the log
@@ -40,6 +42,7 @@ archs=()
 CUDACXX=$nvcc cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${fabric[@]}" "${archs[@]}" >"$out/build.log" 2>&1 &&
   cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 bin=$build/bin
+echo "[$SECONDS s] built"
 "$bin/cco-info" -e >"$out/cco-info.txt" 2>&1; head -6 "$out/cco-info.txt"
 source tests/gpu/mps.sh
 if [ "$what" = tests ] || [ "$what" = all ]; then
@@ -81,7 +84,7 @@ fi
 # The focused runs, in the order given (lsa,moe,...): each prints its JSON lines.
 want() { case ",$what," in *",$1,"*) return 0 ;; esac; return 1; }
 focused=0
-for m in check moe-tests lsa moe sdma gda fused; do want "$m" && focused=1; done
+for m in check moe-tests lsa moe sdma gda fused fused-tests fused-bench; do want "$m" && focused=1; done
 if [ "$focused" = 1 ]; then
   date=$(date -u +%Y-%m-%dT%H:%MZ)
   rm -f "$out/bench.jsonl"
@@ -100,7 +103,7 @@ if [ "$focused" = 1 ]; then
     stamp "test_moe_gpu.py 2 ranks rc=$?"; grep -hE "passed|FAIL" "$out"/check-*.txt | sort | uniq -c | head -20
   fi
   if want moe-tests; then
-    for n in 4 8; do
+    for n in ${CCO_MOE_TEST_RANKS-4 8}; do
       "$bin/ccorun" -t 300 -n "$n" -p "${pyx[@]}" python3 tests/gpu/test_moe_gpu.py >"$out/moe-tests-$n.txt" 2>&1
       stamp "test_moe_gpu.py $n ranks rc=$?"; grep -h "^\[0\] test_moe_gpu" "$out/moe-tests-$n.txt"
     done
@@ -123,12 +126,14 @@ if [ "$focused" = 1 ]; then
   fi
   want sdma && perf sdma --ranks 2
   want gda && perf gda --ranks 2 --op overhead,bw,latency,rate
-  if want fused; then
+  if want fused || want fused-tests; then
     # The Triton kernels need the device bitcode (build*/lib, built where clang is).
-    for n in 4 8; do
+    for n in ${CCO_FUSED_TEST_RANKS-4 8}; do
       "$bin/ccorun" -t 400 -n "$n" -p "${pyx[@]}" python3 tests/gpu/test_fused_gpu.py --quick >"$out/fused-tests-$n.txt" 2>&1
       stamp "test_fused_gpu.py --quick $n ranks rc=$?"; grep -h "^test_fused_gpu: [0-9]" "$out/fused-tests-$n.txt"
     done
+  fi
+  if want fused || want fused-bench; then
     python3 bench/bench_fused.py --bin "$bin" --ranks 8 --tokens "${CCO_BENCH_FUSED_TOKENS:-1024,8192}" \
       --jobs torch,cco >>"$out/bench.jsonl" 2>"$out/bench_fused.log"
     stamp "bench_fused rc=$?"
