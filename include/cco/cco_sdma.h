@@ -123,6 +123,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t ccoSdmaQuietQueueTimeout(const ccoDevComm* dc, 
     const uint64_t* done = (const uint64_t*)(uintptr_t)q->completed;
     uint64_t start = timeoutNs ? cco_impl_clock_ns() : 0;
     for (uint32_t spins = 0; (int64_t)(cco_impl_ld_acquire_u64(done) - issued) < 0; spins++) {
+      if ((spins & 255) == 0) cco_impl_sdma_request_completion(q, issued);
       if ((spins & 255) == 255) {
         if (ccoDevCommAborted(dc)) { st = ccoDevAborted; break; }
         if (timeoutNs && cco_impl_clock_ns() - start > timeoutNs) { st = ccoDevTimeout; break; }

@@ -46,6 +46,9 @@
   X(CCO_SDMA_STREAMS, NULL, INT, "1", SDMA, NULL,                                           \
     "streams (1..8) the SDMA engine spreads its rings over; each takes one of the GPU's "   \
     "hardware queues (CUDA_DEVICE_MAX_CONNECTIONS)")                                        \
+  X(CCO_SDMA_LAZY_COMPLETION, NULL, BOOL, "1", SDMA, NULL,                                  \
+    "1 has the SDMA engine write a ring's completion count only when a kernel waits for "  \
+    "it (ccoSdmaQuiet) or before it naps; 0 writes it after every pass")                   \
   X(CCO_UNIQUE_ID, NULL, STR, "", INIT, NULL,                                               \
     "unique id in hex text, set by ccorun; read by ccoCommCreateFromEnv")                   \
   X(CCO_NRANKS, NULL, INT, "-1", INIT, NULL,                                                \

@@ -740,6 +740,49 @@ static void test_quiet(rank_ctx* c) {
   win_close(c, &w);
 }
 
+/* ------------------------------------------------------ completion count */
+
+#define LAZY_N 32
+#define LAZY_BLK 4096
+
+/* With no waiter the engine may leave a ring's completion count behind its
+ * copies (CCO_SDMA_LAZY_COMPLETION); it must still catch up, at the latest
+ * before the engine naps, and never run ahead of its data. No quiet here:
+ * the test reads the count the quiet would poll. */
+static void test_completion_count(rank_ctx* c) {
+  int n = c->lsaSize, me = c->lsaRank, next = (me + 1) % n;
+  uint32_t q = 0;
+  test_win w;
+  if (!win_open(c, 2 * LAZY_N * LAZY_BLK, &w)) return;
+  const ccoSdmaQueueDev* qd = cco_impl_sdma_queue(&c->dc, next, q);
+  const uint64_t* completed = (const uint64_t*)(uintptr_t)qd->completed;
+  const uint64_t* tail = (const uint64_t*)(uintptr_t)qd->tail;
+  barrier(c);
+  long bad = 0;
+  for (int i = 0; i < LAZY_N; i++) {
+    fill(w.local + (size_t)i * LAZY_BLK, LAZY_BLK, key4(10, (uint64_t)me, (uint64_t)i, 0));
+    bad += ccoSdmaPut(&c->dc, next, w.win, (size_t)(LAZY_N + i) * LAZY_BLK, w.win, (size_t)i * LAZY_BLK, LAZY_BLK, q,
+                      ccoSdmaSignalNone, ccoCoopThread) != ccoDevSuccess;
+  }
+  uint64_t issued = __atomic_load_n(tail, __ATOMIC_ACQUIRE);
+  double t0 = mp_now();
+  while (__atomic_load_n(completed, __ATOMIC_ACQUIRE) < issued && mp_now() - t0 < 5.0) spin_yield();
+  double caughtUp = mp_now() - t0;
+  uint64_t done = __atomic_load_n(completed, __ATOMIC_ACQUIRE);
+  barrier(c); /* the sender's count is up: its data is at the receiver */
+  long wrong = 0;
+  int prev = (me + n - 1) % n;
+  for (int i = 0; i < LAZY_N; i++)
+    wrong += first_diff(w.local + (size_t)(LAZY_N + i) * LAZY_BLK, LAZY_BLK, key4(10, (uint64_t)prev, (uint64_t)i, 0)) !=
+             LAZY_BLK;
+  CHECK(bad == 0 && done >= issued && wrong == 0,
+        "rank %d: completion count: %d unsignalled puts, no quiet: %ld bad statuses, count %llu of %llu after %.3f s "
+        "(bound 5 s), %ld blocks wrong at the receiver",
+        c->rank, LAZY_N, bad, (unsigned long long)done, (unsigned long long)issued, caughtUp, wrong);
+  barrier(c);
+  win_close(c, &w);
+}
+
 /* ------------------------------------------------------------------ large */
 
 static void test_large(rank_ctx* c) {
@@ -874,6 +917,7 @@ static void run_default(rank_ctx* c) {
   STEP(test_gets, "gets");
   STEP(test_commit, "commit");
   STEP(test_quiet, "quiet");
+  STEP(test_completion_count, "completion count");
   STEP(test_large, "large");
   STEP(test_host_api, "host API");
 #undef STEP

@@ -4,7 +4,8 @@
 #  - mp_sdma with 2, 4 and 8 ranks, as processes (ccorun) and as threads of
 #    one process: invalid peer/queue, every queue, zero-byte puts, signal
 #    after data, a flood far past the ring depth from several threads, gets,
-#    commit aggregation, quiet, a 64 MiB put, the host API;
+#    commit aggregation, quiet, the completion count without a quiet, a
+#    64 MiB put, the host API; once with CCO_SDMA_LAZY_COMPLETION=0;
 #  - an engine error (a put outside the flat VA) failing the communicator;
 #  - CCO_ENABLE_SDMA=0 (and its alias MORI_ENABLE_SDMA=0);
 #  - example 04's host twin (SDMA all-gather) with 2 and 4 ranks.
@@ -38,6 +39,11 @@ for n in 2 4 8; do
   check "mp_sdma, $n threads of one process, $iters iterations" threads "$n" --iters "$iters"
   show '^(signal after data|flood|all SDMA):'
 done
+
+# The completion count after every pass, as before lazy completion.
+check "mp_sdma, 2 processes, CCO_SDMA_LAZY_COMPLETION=0" "$bin/ccorun" -t 120 -n 2 -x CCO_SDMA_LAZY_COMPLETION=0 \
+  "$bin/mp_sdma" --iters "$iters"
+show '^(signal after data|flood|all SDMA):'
 
 # A descriptor outside the flat VA fails the communicator: waiters on its
 # signal return ccoDevAborted, the async error is set, later calls fail.

@@ -6,15 +6,16 @@
  * - slots live in host memory mapped for the device: kernels write
  *   descriptors, the engine thread reads them without touching the GPU;
  * - `tail` (device memory) hands out tickets with one atomic add;
- * - a slot is valid when its `seq` equals its ticket + 1 (so a reused slot
- *   can never look valid with an old descriptor);
+ * - a slot is valid when each of its words carries the tag of its ticket
+ *   (ticket + 1, low 32 bits), so a reused slot can never look valid with
+ *   an old descriptor;
  * - `head` (host memory mapped for the device) is how far the engine has
  *   read: a producer whose ticket is depth ahead of it waits (credits,
  *   returned in batches); producers keep a copy of it in device memory,
  *   next to `tail`, and read the host word only when the copy says full;
  * - `completed` (device memory) counts finished operations; the engine
- *   advances it with a stream write after the copy, so it never overtakes
- *   its data.
+ *   advances it with a stream write after the copies, so it never overtakes
+ *   its data, when a waiter asks for it in `quietRequest`.
  */
 #ifndef CCO_DEVICE_CCO_SDMA_TYPES_H_
 #define CCO_DEVICE_CCO_SDMA_TYPES_H_
@@ -34,14 +35,28 @@ typedef enum {
 
 #define CCO_SDMA_FLAG_REMOTE_SIGNAL 1u /* bump the peer's signal slot after the data */
 
+/* A slot is eight 64-bit words, each carrying 32 bits of the descriptor
+ * (low half) and a tag, the low 32 bits of ticket + 1 (high half). The
+ * engine takes the slot once every used word carries its ticket's tag, so
+ * a reused slot never looks valid with an old descriptor, and a producer
+ * publishes it with plain stores: no release store after the descriptor,
+ * whose fence would wait for the descriptor's own writes to cross the bus
+ * (docs/sdma.md). An aligned 64-bit store is one bus write and an aligned
+ * 64-bit load one read on both sides, so no word is seen torn. */
+#define CCO_SDMA_SLOT_WORDS 8
+enum {
+  CCO_SDMA_WORD_DST_LO = 0,
+  CCO_SDMA_WORD_DST_HI = 1,
+  CCO_SDMA_WORD_SRC_LO = 2,
+  CCO_SDMA_WORD_SRC_HI = 3,
+  CCO_SDMA_WORD_BYTES_LO = 4,
+  CCO_SDMA_WORD_BYTES_HI = 5,
+  CCO_SDMA_WORD_OP_FLAGS = 6, /* op in bits 0-15, flags in bits 16-31 */
+  CCO_SDMA_WORDS_USED = 7     /* word 7 is reserved, never written */
+};
+
 typedef struct {
-  uint64_t dst;   /* flat VA address */
-  uint64_t src;   /* flat VA address */
-  uint64_t bytes; /* 0 allowed */
-  uint32_t op;    /* ccoSdmaOp_t */
-  uint32_t flags; /* CCO_SDMA_FLAG_* */
-  uint64_t seq;   /* ticket + 1 once the descriptor above is complete */
-  uint64_t reserved[3];
+  uint64_t word[CCO_SDMA_SLOT_WORDS];
 } ccoSdmaSlot;
 
 typedef struct {
@@ -49,6 +64,12 @@ typedef struct {
   uint64_t tail;      /* device address of uint64_t: tickets handed out */
   uint64_t head;      /* device address of uint64_t: slots the engine has read */
   uint64_t completed; /* device address of uint64_t: operations finished */
+  /* device address of uint64_t in host memory: the ticket count a waiter in
+   * ccoSdmaQuiet needs completed. The engine writes `completed` after a pass
+   * only when a waiter asked for it (or the pass signals a peer): a stream
+   * write between two copies stalls the copy engine between them. */
+  uint64_t quietRequest;
+  uint64_t reserved[3];
 } ccoSdmaQueueDev;
 
 /* What dc.sdma points to (device memory). */
@@ -66,7 +87,7 @@ typedef struct {
 #define CCO_SDMA_ASSERT_ _Static_assert
 #endif
 CCO_SDMA_ASSERT_(sizeof(ccoSdmaSlot) == 64, "ccoSdmaSlot layout");
-CCO_SDMA_ASSERT_(sizeof(ccoSdmaQueueDev) == 32, "ccoSdmaQueueDev layout");
+CCO_SDMA_ASSERT_(sizeof(ccoSdmaQueueDev) == 64, "ccoSdmaQueueDev layout");
 CCO_SDMA_ASSERT_(sizeof(ccoSdmaDev) == 64, "ccoSdmaDev layout");
 
 /* ------------------------------------------------------ names before 0.2 */

@@ -17,15 +17,24 @@
 #define CCO_SDMA_LINE 64
 #define CCO_SDMA_MAX_STREAMS 8
 
+/* A descriptor as the engine reads it from the tagged words of a slot. */
 typedef struct {
-  ccoSdmaSlot* slots;     /* host view */
-  uint64_t* headHost;     /* host view of the credit word */
-  void* stream;           /* one of the engine's streams, always the same for this ring */
-  uint64_t head;          /* next ticket to read */
-  uint64_t completedDev;  /* device address of the completion count */
-  uint64_t completed;     /* operations issued (the count the stream will write) */
-  uint64_t remoteSignal;  /* device address of the peer's slot for (this rank, queue) */
-  uint64_t signalled;     /* remote signals issued */
+  uint64_t dst, src, bytes;
+  uint32_t op, flags;
+} descriptor;
+
+typedef struct {
+  ccoSdmaSlot* slots;          /* host view */
+  uint64_t* headHost;          /* host view of the credit word */
+  const uint64_t* quietHost;   /* host view of the waiters' completion request */
+  void* stream;                /* one of the engine's streams, always the same for this ring */
+  uint64_t head;               /* next ticket to read */
+  uint64_t completedDev;       /* device address of the completion count */
+  uint64_t completed;          /* operations issued */
+  uint64_t completedWritten;   /* the last count a stream write was issued for */
+  uint64_t quietWanted;        /* the largest count a waiter asked for */
+  uint64_t remoteSignal;       /* device address of the peer's slot for (this rank, queue) */
+  uint64_t signalled;          /* remote signals issued */
   int peer, queue;
 } ring;
 
@@ -55,6 +64,7 @@ struct cco_sdma_engine {
   int nStreams;
   void* streams[CCO_SDMA_MAX_STREAMS];
   ccoResult_t failure; /* found under `lock`, reported after it is dropped */
+  bool lazyCompletion; /* CCO_SDMA_LAZY_COMPLETION */
   atomic_bool stop;
 };
 
@@ -80,7 +90,7 @@ static bool in_flat(const cco_sdma_state* st, uint64_t addr, uint64_t bytes) {
 #define CCO_SDMA_PASS 64
 
 static ccoResult_t check_descriptor(cco_sdma_transport* t, const cco_sdma_state* st, const ring* r,
-                                    const ccoSdmaSlot* d) {
+                                    const descriptor* d) {
   if (d->op == ccoSdmaOpSignal) return ccoSuccess;
   if ((d->op == ccoSdmaOpPut || d->op == ccoSdmaOpGet) && in_flat(st, d->dst, d->bytes) &&
       in_flat(st, d->src, d->bytes))
@@ -92,8 +102,18 @@ static ccoResult_t check_descriptor(cco_sdma_transport* t, const cco_sdma_state*
                    (unsigned long long)d->src, (unsigned long long)d->dst);
 }
 
-static ccoResult_t issue_pass(cco_sdma_transport* t, ring* r, const ccoSdmaSlot* d, int n) {
-  cco_platform* p = t->ctx->platform;
+/* Whether the ring's completion count should be written now: always
+ * without lazy completion, else once a waiter asked for more than was
+ * written. */
+static bool completion_due(const cco_sdma_engine* e, ring* r) {
+  uint64_t asked = __atomic_load_n(r->quietHost, __ATOMIC_RELAXED);
+  if ((int64_t)(asked - r->quietWanted) > 0) r->quietWanted = asked;
+  if (r->completed == r->completedWritten) return false;
+  return !e->lazyCompletion || (int64_t)(r->quietWanted - r->completedWritten) > 0;
+}
+
+static ccoResult_t issue_pass(cco_sdma_engine* e, ring* r, const descriptor* d, int n) {
+  cco_platform* p = e->t->ctx->platform;
   uint64_t dsts[CCO_SDMA_PASS], srcs[CCO_SDMA_PASS];
   size_t sizes[CCO_SDMA_PASS], copies = 0;
   uint64_t signalled = r->signalled;
@@ -106,57 +126,101 @@ static ccoResult_t issue_pass(cco_sdma_transport* t, ring* r, const ccoSdmaSlot*
     if (d[i].flags & CCO_SDMA_FLAG_REMOTE_SIGNAL) signalled++;
   }
   if (copies) CCO_CHECK(p->ops->copy_batch_async(p, r->stream, copies, dsts, srcs, sizes));
+  r->completed += (uint64_t)n;
   uint64_t addrs[2], values[2];
   unsigned writes = 0;
   if (signalled != r->signalled) {
     addrs[writes] = r->remoteSignal;
     values[writes++] = signalled;
   }
-  addrs[writes] = r->completedDev;
-  values[writes++] = r->completed + (uint64_t)n;
-  CCO_CHECK(p->ops->write_values_async(p, r->stream, writes, addrs, values));
+  if (completion_due(e, r)) {
+    addrs[writes] = r->completedDev;
+    values[writes++] = r->completed;
+  }
+  if (writes) CCO_CHECK(p->ops->write_values_async(p, r->stream, writes, addrs, values));
   r->signalled = signalled;
-  r->completed += (uint64_t)n;
+  if (writes && addrs[writes - 1] == r->completedDev) r->completedWritten = r->completed;
   return ccoSuccess;
 }
 
+/* The completion count alone, behind every copy issued on the ring. */
+static ccoResult_t write_completion(cco_sdma_engine* e, ring* r) {
+  cco_platform* p = e->t->ctx->platform;
+  CCO_CHECK(p->ops->write_values_async(p, r->stream, 1, &r->completedDev, &r->completed));
+  r->completedWritten = r->completed;
+  return ccoSuccess;
+}
+
+static void note_failure(cco_sdma_engine* e, cco_sdma_state* st, ccoResult_t res) {
+  if (res == ccoSuccess) return;
+  st->failed = true;
+  e->failure = res;
+}
+
+/* Reads the descriptor of ticket `ticket` from its slot: false while one of
+ * its words does not carry the ticket's tag yet. */
+static bool read_slot(const ccoSdmaSlot* slot, uint64_t ticket, descriptor* d) {
+  uint32_t v[CCO_SDMA_WORDS_USED];
+  const uint32_t tag = (uint32_t)(ticket + 1);
+  for (int i = 0; i < CCO_SDMA_WORDS_USED; i++) {
+    uint64_t w = __atomic_load_n(&slot->word[i], __ATOMIC_ACQUIRE);
+    if ((uint32_t)(w >> 32) != tag) return false;
+    v[i] = (uint32_t)w;
+  }
+  d->dst = (uint64_t)v[CCO_SDMA_WORD_DST_HI] << 32 | v[CCO_SDMA_WORD_DST_LO];
+  d->src = (uint64_t)v[CCO_SDMA_WORD_SRC_HI] << 32 | v[CCO_SDMA_WORD_SRC_LO];
+  d->bytes = (uint64_t)v[CCO_SDMA_WORD_BYTES_HI] << 32 | v[CCO_SDMA_WORD_BYTES_LO];
+  d->op = v[CCO_SDMA_WORD_OP_FLAGS] & 0xffffu;
+  d->flags = v[CCO_SDMA_WORD_OP_FLAGS] >> 16;
+  return true;
+}
+
 /* Reads up to CCO_SDMA_PASS published descriptors of one ring and issues
- * them; returns how many it read. */
+ * them; returns how many it read (a completion write a waiter asked for
+ * counts as one). */
 static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
-  ccoSdmaSlot pass[CCO_SDMA_PASS];
+  descriptor pass[CCO_SDMA_PASS];
   int n = 0;
-  while (n < CCO_SDMA_PASS) {
-    ccoSdmaSlot* slot = &r->slots[r->head & (CCO_SDMA_DEPTH - 1)];
-    if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != r->head + 1) break;
-    pass[n] = *slot;
+  while (n < CCO_SDMA_PASS && read_slot(&r->slots[r->head & (CCO_SDMA_DEPTH - 1)], r->head, &pass[n])) {
     r->head++;
-    ccoResult_t bad = st->failed ? ccoSuccess : check_descriptor(e->t, st, r, &pass[n]);
-    if (bad != ccoSuccess) {
-      st->failed = true;
-      e->failure = bad;
-    }
+    if (!st->failed) note_failure(e, st, check_descriptor(e->t, st, r, &pass[n]));
     n++;
   }
-  if (!n) return 0;
+  if (!n) {
+    if (st->failed || !completion_due(e, r)) return 0;
+    note_failure(e, st, write_completion(e, r));
+    return 1;
+  }
   CCO_TRACE(SDMA, "rank %d: %d descriptors of LSA peer %d queue %d (tickets up to %llu)", e->t->ctx->rank, n, r->peer,
             r->queue, (unsigned long long)r->head);
   /* A failed state keeps returning credits so producers are not stuck; its
    * completions never come, and waiters leave through the abort word. */
   if (!st->failed) {
     uint64_t t0 = cco_now_ns();
-    ccoResult_t res = issue_pass(e->t, r, pass, n);
+    ccoResult_t res = issue_pass(e, r, pass, n);
     uint64_t took = cco_now_ns() - t0;
     /* The driver calls are asynchronous; one that blocks stalls every ring. */
     if (took > 1000000)
       CCO_INFO(SDMA, "rank %d: issuing %d descriptors of LSA peer %d queue %d took %.3f ms", e->t->ctx->rank, n,
                r->peer, r->queue, (double)took * 1e-6);
-    if (res != ccoSuccess) {
-      st->failed = true;
-      e->failure = res;
-    }
+    note_failure(e, st, res);
   }
   __atomic_store_n(r->headHost, r->head, __ATOMIC_RELEASE); /* credits, in batches */
   return n;
+}
+
+/* Before the engine naps: every ring's completion count written, asked for
+ * or not, so no count stays behind for a nap's length. */
+static int write_pending_completions(cco_sdma_engine* e) {
+  int written = 0;
+  for (cco_sdma_state* st = e->states; st; st = st->next)
+    for (int i = 0; i < st->nRings; i++) {
+      ring* r = &st->rings[i];
+      if (st->failed || r->completed == r->completedWritten) continue;
+      note_failure(e, st, write_completion(e, r));
+      written++;
+    }
+  return written;
 }
 
 static bool streams_busy(cco_sdma_engine* e) {
@@ -175,9 +239,11 @@ static void* engine_main(void* arg) {
   uint64_t idleSince = cco_now_ns();
   while (!atomic_load(&e->stop)) {
     int work = 0;
+    bool napping = cco_now_ns() - idleSince >= CCO_IDLE_YIELD_NS;
     pthread_mutex_lock(&e->lock);
     for (cco_sdma_state* st = e->states; st; st = st->next)
       for (int i = 0; i < st->nRings; i++) work += drain(e, st, &st->rings[i]);
+    if (!work && napping) write_pending_completions(e);
     ccoResult_t failure = e->failure;
     e->failure = ccoSuccess;
     pthread_mutex_unlock(&e->lock);
@@ -208,6 +274,7 @@ static ccoResult_t engine_get(cco_sdma_transport* t, cco_sdma_engine** out) {
       res = cco_error(t->ctx->err, ccoOutOfMemory, CCO_SUBSYS_SDMA, "no memory for the SDMA engine");
     } else {
       e->t = t;
+      e->lazyCompletion = cco_env_bool(CCO_ENV_ID_CCO_SDMA_LAZY_COMPLETION);
       pthread_mutex_init(&e->lock, NULL);
       atomic_init(&e->stop, false);
       cco_platform* p = t->ctx->platform;
@@ -277,7 +344,8 @@ ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64
   size_t slotBytes = (size_t)st->nRings * CCO_SDMA_DEPTH * sizeof(ccoSdmaSlot);
   size_t lineBytes = (size_t)st->nRings * CCO_SDMA_LINE;
   if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, slotBytes, &st->slotsHost, &slotsDev);
-  if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, lineBytes, &st->headsHost, &headsDev);
+  /* Credits in the first half, the waiters' requests in the second. */
+  if (res == ccoSuccess) res = p->ops->hostmap_alloc(p, 2 * lineBytes, &st->headsHost, &headsDev);
   if (res == ccoSuccess) res = cco_platform_desc_alloc_zeroed(p, 2 * lineBytes, &st->counters);
   cco_sdma_engine* e = NULL;
   if (res == ccoSuccess) res = engine_get(t, &e);
@@ -287,12 +355,14 @@ ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64
     r->queue = i % (int)queues;
     r->slots = (ccoSdmaSlot*)st->slotsHost + (size_t)i * CCO_SDMA_DEPTH;
     r->headHost = (uint64_t*)((char*)st->headsHost + (size_t)i * CCO_SDMA_LINE);
+    r->quietHost = (const uint64_t*)((char*)st->headsHost + lineBytes + (size_t)i * CCO_SDMA_LINE);
     uint64_t tailDev = (uint64_t)(uintptr_t)st->counters + (uint64_t)i * CCO_SDMA_LINE;
     r->completedDev = tailDev + lineBytes;
     r->remoteSignal = resourceBase + (uint64_t)r->peer * t->ctx->mem->slotSize + signalsOffset +
                       ((uint64_t)me * queues + (uint64_t)r->queue) * sizeof(uint64_t);
     table[i] = (ccoSdmaQueueDev){slotsDev + (uint64_t)i * CCO_SDMA_DEPTH * sizeof(ccoSdmaSlot), tailDev,
-                                 headsDev + (uint64_t)i * CCO_SDMA_LINE, r->completedDev};
+                                 headsDev + (uint64_t)i * CCO_SDMA_LINE, r->completedDev,
+                                 headsDev + lineBytes + (uint64_t)i * CCO_SDMA_LINE, {0, 0, 0}};
     r->stream = e->streams[i % e->nStreams];
   }
   if (res == ccoSuccess) res = p->ops->desc_alloc(p, (size_t)st->nRings * sizeof(ccoSdmaQueueDev), &st->queuesDev);

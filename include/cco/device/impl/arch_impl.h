@@ -163,6 +163,7 @@ CCO_IMPL_SCOPED_ST_(cco_impl_st_relaxed_scoped_u64, uint64_t, "l", "u64", "relax
  * On the host platform the fence is nothing and each store a release: the
  * sanitizer models no fences. */
 CCO_IMPL_SCOPED_ST_(cco_impl_st_after_fence_scoped_u32, uint32_t, "r", "u32", "relaxed", __ATOMIC_RELEASE)
+CCO_IMPL_SCOPED_ST_(cco_impl_st_after_fence_scoped_u64, uint64_t, "l", "u64", "relaxed", __ATOMIC_RELEASE)
 #undef CCO_IMPL_SCOPED_LD_
 #undef CCO_IMPL_SCOPED_ST_
 

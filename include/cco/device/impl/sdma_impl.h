@@ -33,17 +33,21 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_check(const ccoDevComm* dc, int p
   return ccoDevSuccess;
 }
 
-/* One thread: takes a ticket, waits for a free slot (credits), writes the
- * descriptor and publishes it with a release store of its sequence. */
+/* One word of a slot: 32 bits of the descriptor under its ticket's tag. */
+CCO_DEVICE_INLINE uint64_t cco_impl_sdma_word(uint64_t ticket, uint32_t payload) {
+  return ((uint64_t)(uint32_t)(ticket + 1) << 32) | payload;
+}
+
+/* One thread: takes a ticket, waits for a free slot (credits), orders the
+ * data before the descriptor with one system fence, then writes the
+ * descriptor's tagged words with plain stores. */
 CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int peer, uint32_t queue, uint32_t op,
                                                     uint32_t flags, uint64_t dst, uint64_t src, uint64_t bytes) {
   ccoDevStatus_t st = cco_impl_sdma_check(dc, peer, queue);
   if (st != ccoDevSuccess) return st;
   const ccoSdmaQueueDev* q = cco_impl_sdma_queue(dc, peer, queue);
-  /* The ticket orders nothing: the release store of the slot's sequence
-   * below publishes the descriptor and the data written before it. Only
-   * this rank's kernels touch the tail (device memory), so GPU scope; a
-   * release here was one more MEMBAR.SYS per post. */
+  /* The ticket orders nothing: only this rank's kernels touch the tail
+   * (device memory), so a relaxed GPU-scope atomic. */
   uint64_t ticket = cco_impl_atomic_add_relaxed_scoped_u64((uint64_t*)(uintptr_t)q->tail, 1, 1);
   /* Credits: the engine's head lives in host memory, a bus round trip away;
    * producers share a copy in device memory and read the host word only
@@ -60,13 +64,30 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int pe
     cco_impl_st_release_u64(cached, h);
   }
   ccoSdmaSlot* slot = &((ccoSdmaSlot*)(uintptr_t)q->slots)[ticket & (CCO_SDMA_DEPTH - 1)];
-  slot->dst = dst;
-  slot->src = src;
-  slot->bytes = bytes;
-  slot->op = op;
-  slot->flags = flags;
-  cco_impl_st_release_u64(&slot->seq, ticket + 1);
+  /* The fence comes before the descriptor, so it waits only for the data
+   * (and the last post's words, long gone); a release store after the words
+   * waited for the words themselves to cross the bus. Each word carries
+   * the tag, so their order does not matter. */
+  cco_impl_release_fence_scoped(0);
+  uint64_t* w = slot->word;
+  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_DST_LO], cco_impl_sdma_word(ticket, (uint32_t)dst), 0);
+  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_DST_HI], cco_impl_sdma_word(ticket, (uint32_t)(dst >> 32)), 0);
+  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_SRC_LO], cco_impl_sdma_word(ticket, (uint32_t)src), 0);
+  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_SRC_HI], cco_impl_sdma_word(ticket, (uint32_t)(src >> 32)), 0);
+  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_BYTES_LO], cco_impl_sdma_word(ticket, (uint32_t)bytes), 0);
+  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_BYTES_HI], cco_impl_sdma_word(ticket, (uint32_t)(bytes >> 32)),
+                                     0);
+  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_OP_FLAGS],
+                                     cco_impl_sdma_word(ticket, (op & 0xffffu) | (flags << 16)), 0);
   return ccoDevSuccess;
+}
+
+/* A waiter in ccoSdmaQuiet asks the engine to write the ring's completion
+ * count once `issued` operations are on their way (a plain store to host
+ * memory, repeated while it waits: a later waiter may have stored a
+ * smaller count over it, and the engine keeps the largest it reads). */
+CCO_DEVICE_INLINE void cco_impl_sdma_request_completion(const ccoSdmaQueueDev* q, uint64_t issued) {
+  cco_impl_st_relaxed_scoped_u64((uint64_t*)(uintptr_t)q->quietRequest, issued, 0);
 }
 
 /* The scope posts once (its rank 0), every thread gets the status. */
