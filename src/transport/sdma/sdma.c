@@ -133,13 +133,14 @@ static ccoResult_t issue_pass(cco_sdma_engine* e, ring* r, const descriptor* d, 
     addrs[writes] = r->remoteSignal;
     values[writes++] = signalled;
   }
-  if (completion_due(e, r)) {
+  bool complete = completion_due(e, r);
+  if (complete) {
     addrs[writes] = r->completedDev;
     values[writes++] = r->completed;
   }
   if (writes) CCO_CHECK(p->ops->write_values_async(p, r->stream, writes, addrs, values));
   r->signalled = signalled;
-  if (writes && addrs[writes - 1] == r->completedDev) r->completedWritten = r->completed;
+  if (complete) r->completedWritten = r->completed;
   return ccoSuccess;
 }
 
@@ -211,16 +212,12 @@ static int drain(cco_sdma_engine* e, cco_sdma_state* st, ring* r) {
 
 /* Before the engine naps: every ring's completion count written, asked for
  * or not, so no count stays behind for a nap's length. */
-static int write_pending_completions(cco_sdma_engine* e) {
-  int written = 0;
+static void write_pending_completions(cco_sdma_engine* e) {
   for (cco_sdma_state* st = e->states; st; st = st->next)
     for (int i = 0; i < st->nRings; i++) {
       ring* r = &st->rings[i];
-      if (st->failed || r->completed == r->completedWritten) continue;
-      note_failure(e, st, write_completion(e, r));
-      written++;
+      if (!st->failed && r->completed != r->completedWritten) note_failure(e, st, write_completion(e, r));
     }
-  return written;
 }
 
 static bool streams_busy(cco_sdma_engine* e) {
@@ -239,11 +236,11 @@ static void* engine_main(void* arg) {
   uint64_t idleSince = cco_now_ns();
   while (!atomic_load(&e->stop)) {
     int work = 0;
-    bool napping = cco_now_ns() - idleSince >= CCO_IDLE_YIELD_NS;
+    bool napsNext = cco_now_ns() - idleSince >= CCO_IDLE_YIELD_NS; /* if this scan finds nothing */
     pthread_mutex_lock(&e->lock);
     for (cco_sdma_state* st = e->states; st; st = st->next)
       for (int i = 0; i < st->nRings; i++) work += drain(e, st, &st->rings[i]);
-    if (!work && napping) write_pending_completions(e);
+    if (!work && napsNext) write_pending_completions(e);
     ccoResult_t failure = e->failure;
     e->failure = ccoSuccess;
     pthread_mutex_unlock(&e->lock);

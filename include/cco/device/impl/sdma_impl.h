@@ -69,16 +69,13 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int pe
    * waited for the words themselves to cross the bus. Each word carries
    * the tag, so their order does not matter. */
   cco_impl_release_fence_scoped(0);
-  uint64_t* w = slot->word;
-  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_DST_LO], cco_impl_sdma_word(ticket, (uint32_t)dst), 0);
-  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_DST_HI], cco_impl_sdma_word(ticket, (uint32_t)(dst >> 32)), 0);
-  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_SRC_LO], cco_impl_sdma_word(ticket, (uint32_t)src), 0);
-  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_SRC_HI], cco_impl_sdma_word(ticket, (uint32_t)(src >> 32)), 0);
-  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_BYTES_LO], cco_impl_sdma_word(ticket, (uint32_t)bytes), 0);
-  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_BYTES_HI], cco_impl_sdma_word(ticket, (uint32_t)(bytes >> 32)),
-                                     0);
-  cco_impl_st_after_fence_scoped_u64(&w[CCO_SDMA_WORD_OP_FLAGS],
-                                     cco_impl_sdma_word(ticket, (op & 0xffffu) | (flags << 16)), 0);
+  /* In the order of the CCO_SDMA_WORD_* indices (no designated initializers:
+   * this header is also compiled as C++). */
+  const uint32_t payload[CCO_SDMA_WORDS_USED] = {(uint32_t)dst,         (uint32_t)(dst >> 32),  (uint32_t)src,
+                                                 (uint32_t)(src >> 32), (uint32_t)bytes,        (uint32_t)(bytes >> 32),
+                                                 (op & 0xffffu) | (flags << 16)};
+  for (int i = 0; i < CCO_SDMA_WORDS_USED; i++)
+    cco_impl_st_after_fence_scoped_u64(&slot->word[i], cco_impl_sdma_word(ticket, payload[i]), 0);
   return ccoDevSuccess;
 }
 
