@@ -55,6 +55,16 @@ enum {
   CCO_SDMA_WORDS_USED = 7     /* word 7 is reserved, never written */
 };
 
+/* The packing both sides share, so the producer's stores and the engine's
+ * reads cannot drift apart: the tag of a ticket's slot, a tagged word, and
+ * the op/flags payload. */
+#define CCO_SDMA_TAG(ticket) ((uint32_t)((ticket) + 1))
+#define CCO_SDMA_TAGGED_WORD(ticket, payload) (((uint64_t)CCO_SDMA_TAG(ticket) << 32) | (uint32_t)(payload))
+#define CCO_SDMA_WORD_TAG(word) ((uint32_t)((word) >> 32))
+#define CCO_SDMA_PACK_OP_FLAGS(op, flags) (((uint32_t)(op) & 0xffffu) | ((uint32_t)(flags) << 16))
+#define CCO_SDMA_UNPACK_OP(payload) ((uint32_t)(payload) & 0xffffu)
+#define CCO_SDMA_UNPACK_FLAGS(payload) ((uint32_t)(payload) >> 16)
+
 typedef struct {
   uint64_t word[CCO_SDMA_SLOT_WORDS];
 } ccoSdmaSlot;

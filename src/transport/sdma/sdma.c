@@ -105,10 +105,12 @@ static ccoResult_t check_descriptor(cco_sdma_transport* t, const cco_sdma_state*
 /* Whether the ring's completion count should be written now: always
  * without lazy completion, else once a waiter asked for more than was
  * written. */
+static bool completion_behind(const ring* r) { return r->completed != r->completedWritten; }
+
 static bool completion_due(const cco_sdma_engine* e, ring* r) {
   uint64_t asked = __atomic_load_n(r->quietHost, __ATOMIC_RELAXED);
   if ((int64_t)(asked - r->quietWanted) > 0) r->quietWanted = asked;
-  if (r->completed == r->completedWritten) return false;
+  if (!completion_behind(r)) return false;
   return !e->lazyCompletion || (int64_t)(r->quietWanted - r->completedWritten) > 0;
 }
 
@@ -162,17 +164,17 @@ static void note_failure(cco_sdma_engine* e, cco_sdma_state* st, ccoResult_t res
  * its words does not carry the ticket's tag yet. */
 static bool read_slot(const ccoSdmaSlot* slot, uint64_t ticket, descriptor* d) {
   uint32_t v[CCO_SDMA_WORDS_USED];
-  const uint32_t tag = (uint32_t)(ticket + 1);
+  const uint32_t tag = CCO_SDMA_TAG(ticket);
   for (int i = 0; i < CCO_SDMA_WORDS_USED; i++) {
     uint64_t w = __atomic_load_n(&slot->word[i], __ATOMIC_ACQUIRE);
-    if ((uint32_t)(w >> 32) != tag) return false;
+    if (CCO_SDMA_WORD_TAG(w) != tag) return false;
     v[i] = (uint32_t)w;
   }
   d->dst = (uint64_t)v[CCO_SDMA_WORD_DST_HI] << 32 | v[CCO_SDMA_WORD_DST_LO];
   d->src = (uint64_t)v[CCO_SDMA_WORD_SRC_HI] << 32 | v[CCO_SDMA_WORD_SRC_LO];
   d->bytes = (uint64_t)v[CCO_SDMA_WORD_BYTES_HI] << 32 | v[CCO_SDMA_WORD_BYTES_LO];
-  d->op = v[CCO_SDMA_WORD_OP_FLAGS] & 0xffffu;
-  d->flags = v[CCO_SDMA_WORD_OP_FLAGS] >> 16;
+  d->op = CCO_SDMA_UNPACK_OP(v[CCO_SDMA_WORD_OP_FLAGS]);
+  d->flags = CCO_SDMA_UNPACK_FLAGS(v[CCO_SDMA_WORD_OP_FLAGS]);
   return true;
 }
 
@@ -216,7 +218,7 @@ static void write_pending_completions(cco_sdma_engine* e) {
   for (cco_sdma_state* st = e->states; st; st = st->next)
     for (int i = 0; i < st->nRings; i++) {
       ring* r = &st->rings[i];
-      if (!st->failed && r->completed != r->completedWritten) note_failure(e, st, write_completion(e, r));
+      if (!st->failed && completion_behind(r)) note_failure(e, st, write_completion(e, r));
     }
 }
 

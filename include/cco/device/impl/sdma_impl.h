@@ -33,11 +33,6 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_check(const ccoDevComm* dc, int p
   return ccoDevSuccess;
 }
 
-/* One word of a slot: 32 bits of the descriptor under its ticket's tag. */
-CCO_DEVICE_INLINE uint64_t cco_impl_sdma_word(uint64_t ticket, uint32_t payload) {
-  return ((uint64_t)(uint32_t)(ticket + 1) << 32) | payload;
-}
-
 /* One thread: takes a ticket, waits for a free slot (credits), orders the
  * data before the descriptor with one system fence, then writes the
  * descriptor's tagged words with plain stores. */
@@ -73,9 +68,9 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int pe
    * this header is also compiled as C++). */
   const uint32_t payload[CCO_SDMA_WORDS_USED] = {(uint32_t)dst,         (uint32_t)(dst >> 32),  (uint32_t)src,
                                                  (uint32_t)(src >> 32), (uint32_t)bytes,        (uint32_t)(bytes >> 32),
-                                                 (op & 0xffffu) | (flags << 16)};
+                                                 CCO_SDMA_PACK_OP_FLAGS(op, flags)};
   for (int i = 0; i < CCO_SDMA_WORDS_USED; i++)
-    cco_impl_st_after_fence_scoped_u64(&slot->word[i], cco_impl_sdma_word(ticket, payload[i]), 0);
+    cco_impl_st_after_fence_scoped_u64(&slot->word[i], CCO_SDMA_TAGGED_WORD(ticket, payload[i]), 0);
   return ccoDevSuccess;
 }
 
