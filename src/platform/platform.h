@@ -132,6 +132,13 @@ typedef struct {
    * engine's copies in flight; never on the host platform, whose streams do
    * each step at once). */
   ccoResult_t (*stream_busy)(cco_platform* p, void* stream, bool* busy);
+  /* Called once by each of the library's own threads (the GDA proxy, the
+   * SDMA engine) before its first driver call. Their calls belong to no
+   * graph, yet while the application captures one in CUDA's default global
+   * mode on another thread, a call CUDA deems unsafe (a stream query) would
+   * invalidate that capture: the CUDA platform puts the thread in relaxed
+   * capture mode, as NCCL's proxy thread does. Nothing on the host. */
+  ccoResult_t (*background_thread_init)(cco_platform* p);
   /* Whether kernels load lazily (CUDA_MODULE_LOADING=LAZY, CUDA's default
    * since 12.2): a first launch then waits for the running kernels while it
    * holds the context, and every other thread's driver call waits with it.

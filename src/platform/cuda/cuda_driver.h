@@ -114,6 +114,7 @@ enum {
   CCO_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1,
   CCO_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   CCO_CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CCO_CU_STREAM_CAPTURE_MODE_RELAXED = 2,
   CCO_CU_ERROR_NO_BINARY_FOR_GPU = 209,
   CCO_CU_ERROR_NOT_READY = 600, /* CUDA_ERROR_NOT_READY: cuStreamQuery of a busy stream */
 };
@@ -158,6 +159,7 @@ typedef struct {
   cco_cu_result (*streamDestroy)(cco_cu_stream stream); /* _v2 */
   cco_cu_result (*streamSynchronize)(cco_cu_stream stream);
   cco_cu_result (*streamQuery)(cco_cu_stream stream);
+  cco_cu_result (*threadExchangeStreamCaptureMode)(int* mode); /* CUstreamCaptureMode */
   cco_cu_result (*ctxSynchronize)(void);
   cco_cu_result (*memHostAlloc)(void** pp, size_t bytesize, unsigned int flags);
   cco_cu_result (*memHostGetDevicePointer)(cco_cu_deviceptr* pdptr, void* p, unsigned int flags);

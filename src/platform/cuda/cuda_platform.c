@@ -792,6 +792,14 @@ static ccoResult_t cuda_stream_busy(cco_platform* p, void* stream, bool* busy) {
   return r == CCO_CU_SUCCESS || r == CCO_CU_ERROR_NOT_READY ? ccoSuccess : ccoCudaError;
 }
 
+static ccoResult_t cuda_background_thread_init(cco_platform* p) {
+  cuda_state* s = state(p);
+  if (!s) return not_open("background_thread_init");
+  int mode = CCO_CU_STREAM_CAPTURE_MODE_RELAXED;
+  cco_cu_result r = s->cu->threadExchangeStreamCaptureMode(&mode);
+  return r == CCO_CU_SUCCESS ? ccoSuccess : cu_fail(ccoCudaError, r, "cuThreadExchangeStreamCaptureMode");
+}
+
 static const cco_platform_ops cuda_platform_ops = {
     .name = "cuda",
     .granularity = cuda_granularity,
@@ -827,6 +835,7 @@ static const cco_platform_ops cuda_platform_ops = {
     .launch = cuda_launch,
     .stream_capturing = cuda_stream_capturing,
     .stream_busy = cuda_stream_busy,
+    .background_thread_init = cuda_background_thread_init,
     .lazy_module_loading = cuda_lazy_module_loading,
 };
 

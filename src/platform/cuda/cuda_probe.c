@@ -58,6 +58,8 @@ static const cu_entry k_entries[] = {
     CU_ENTRY(streamDestroy, "cuStreamDestroy", "cuStreamDestroy_v2", false),
     CU_ENTRY(streamSynchronize, "cuStreamSynchronize", "cuStreamSynchronize", false),
     CU_ENTRY(streamQuery, "cuStreamQuery", "cuStreamQuery", false),
+    CU_ENTRY(threadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", "cuThreadExchangeStreamCaptureMode",
+             false),
     CU_ENTRY(ctxSynchronize, "cuCtxSynchronize", "cuCtxSynchronize", false),
     CU_ENTRY(memHostAlloc, "cuMemHostAlloc", "cuMemHostAlloc", false),
     CU_ENTRY(memHostGetDevicePointer, "cuMemHostGetDevicePointer", "cuMemHostGetDevicePointer_v2", false),

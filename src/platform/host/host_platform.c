@@ -343,6 +343,11 @@ static ccoResult_t host_stream_capturing(cco_platform* p, void* stream, bool* ca
   return ccoSuccess;
 }
 
+static ccoResult_t host_background_thread_init(cco_platform* p) {
+  (void)p;
+  return ccoSuccess;
+}
+
 static ccoResult_t host_stream_busy(cco_platform* p, void* stream, bool* busy) {
   (void)p, (void)stream;
   *busy = false;
@@ -383,6 +388,7 @@ static const cco_platform_ops host_platform_ops = {
     .launch = host_launch,
     .stream_capturing = host_stream_capturing,
     .stream_busy = host_stream_busy,
+    .background_thread_init = host_background_thread_init,
     .lazy_module_loading = host_lazy_module_loading,
 };
 
