@@ -102,11 +102,12 @@ static ccoResult_t check_descriptor(cco_sdma_transport* t, const cco_sdma_state*
                    (unsigned long long)d->src, (unsigned long long)d->dst);
 }
 
+/* Whether operations finished since the count was last written. */
+static bool completion_behind(const ring* r) { return r->completed != r->completedWritten; }
+
 /* Whether the ring's completion count should be written now: always
  * without lazy completion, else once a waiter asked for more than was
  * written. */
-static bool completion_behind(const ring* r) { return r->completed != r->completedWritten; }
-
 static bool completion_due(const cco_sdma_engine* e, ring* r) {
   uint64_t asked = __atomic_load_n(r->quietHost, __ATOMIC_RELAXED);
   if ((int64_t)(asked - r->quietWanted) > 0) r->quietWanted = asked;
