@@ -16,7 +16,8 @@ static inline uint64_t cco_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Called first by each background thread: its naps last what they ask for.
+/* Called first by each background thread (cco_platform_background_thread_start):
+ * its naps last what they ask for.
  * Linux lets a thread's timed sleep run over by its timer slack, 50 us by
  * default: the 20 us nap below lasted 96 us on a 2-core VM (48 us with a
  * 1 us slack), and work a kernel posted while its engine napped waited that

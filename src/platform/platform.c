@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "platform/cuda/cuda_driver.h"
@@ -28,6 +29,12 @@ ccoResult_t cco_platform_desc_alloc_zeroed(cco_platform* p, size_t size, void** 
   if (res == ccoSuccess) res = p->ops->copy_to_device(p, *ptr, zeros, size);
   free(zeros);
   return res;
+}
+
+void cco_platform_background_thread_start(cco_platform* p, cco_log_subsys subsys, const char* thread, int rank) {
+  cco_background_thread_init();
+  if (p->ops->background_thread_init(p) != ccoSuccess && cco_log_enabled(CCO_LOG_WARN, subsys))
+    cco_log_write(CCO_LOG_WARN, subsys, "rank %d: the %s thread stays in CUDA's global capture mode", rank, thread);
 }
 
 void cco_platform_close(cco_platform* p) {

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/log.h"
 #include "boot/topology.h"
 #include "cco/cco.h"
 
@@ -161,6 +162,13 @@ void cco_platform_close(cco_platform* p);
 /* desc_alloc of zero-filled memory (counters, tails). On a failed copy the
  * allocation is still returned in *ptr, for the caller's release path. */
 ccoResult_t cco_platform_desc_alloc_zeroed(cco_platform* p, size_t size, void** ptr);
+
+/* What each of the library's own threads (the GDA proxy, the SDMA engine)
+ * calls first: short timer slack for its naps (base/clock.h), then the
+ * platform's background_thread_init. A failure there is only a warning,
+ * logged under `subsys` with the thread's name: without relaxed capture mode
+ * a CUDA graph captured while the thread works may be invalidated. */
+void cco_platform_background_thread_start(cco_platform* p, cco_log_subsys subsys, const char* thread, int rank);
 
 /* Per-platform constructors (used by cco_platform_open and by tests). */
 ccoResult_t cco_platform_host_open(cco_platform* p);

@@ -391,10 +391,7 @@ static bool stop_now(cco_gda_proxy* px, bool failed) {
 
 static void* proxy_main(void* arg) {
   cco_gda_proxy* px = arg;
-  cco_background_thread_init();
-  /* Not fatal: without it only a CUDA graph captured while the proxy works may be invalidated. */
-  if (px->ctx->platform->ops->background_thread_init(px->ctx->platform) != ccoSuccess)
-    CCO_WARN(GDA, "rank %d: the proxy thread stays in CUDA's global capture mode", px->ctx->rank);
+  cco_platform_background_thread_start(px->ctx->platform, CCO_SUBSYS_GDA, "GDA proxy", px->ctx->rank);
   uint64_t idleSince = cco_now_ns(), lastEngine = 0;
   bool engineBusy = true;
   bool failed = false;

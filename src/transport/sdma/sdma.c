@@ -235,11 +235,8 @@ static bool streams_busy(cco_sdma_engine* e) {
 
 static void* engine_main(void* arg) {
   cco_sdma_engine* e = arg;
-  cco_background_thread_init();
-  /* Not fatal: without it only a CUDA graph captured while the engine works may be invalidated. */
   cco_platform* p = e->t->ctx->platform;
-  if (p->ops->background_thread_init(p) != ccoSuccess)
-    CCO_WARN(SDMA, "rank %d: the engine thread stays in CUDA's global capture mode", e->t->ctx->rank);
+  cco_platform_background_thread_start(p, CCO_SUBSYS_SDMA, "SDMA engine", e->t->ctx->rank);
   uint64_t idleSince = cco_now_ns();
   while (!atomic_load(&e->stop)) {
     int work = 0;
