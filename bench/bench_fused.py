@@ -3,7 +3,7 @@
 collective alone and torch's own fused operators, one JSON line per measurement:
 
     python3 bench/bench_fused.py --bin build/bin [--ranks 8] [--tokens 1024,2048,4096,8192]
-        [--layers qkv,o,fc1,fc2] [--jobs cco,torch] [--timeout SEC] [--dry-run]
+        [--layers qkv,o,fc1,fc2] [--jobs cco,torch,torch_cco] [--timeout SEC] [--dry-run]
 
 The shapes: Llama-70B (hidden 8192, 64 heads and 8 KV heads of 128, intermediate 28672) split for
 tensor parallelism over --ranks, sequence parallel between the layers:
@@ -19,7 +19,8 @@ torch.matmul and the cco collective), and the fused op over LSA and over SDMA, e
 tile configs of CCO_BENCH_FUSED_TILES (BLOCK_N x stages, default 256x3,128x3,128x4; its figure is
 the best, named in the line); CCO_BENCH_FUSED_TRANSPORTS picks the transports (lsa,sdma); the torch job times
 torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter on its
-"NVSHMEM" backend, and its GEMM alone. Timing: every rank at once, 10 calls back to back between
+"NVSHMEM" backend, and its GEMM alone; the torch_cco job times the same torch ops on cco's backend
+"CCO" (cco.torch), for rank counts where NVSHMEM does not start with ranks sharing one GPU. Timing: every rank at once, 10 calls back to back between
 CUDA events after 3 warm-up calls, each trial after a barrier, the median of 5 trials, the slowest
 rank's figure, in us per call. The ranks share one GPU, so they compete for its SMs and memory:
 overlap efficiency (gemm + comm - fused) / comm is reported, and the goal here is fused never slower
@@ -174,7 +175,7 @@ def rank_cco(layers: List[str], tokens_list: List[int]) -> None:
     finalize()
 
 
-def rank_torch(layers: List[str], tokens_list: List[int]) -> None:
+def rank_torch(layers: List[str], tokens_list: List[int], backend: str) -> None:
     import torch
     import torch.distributed as dist
     import torch.distributed._symmetric_memory as symm_mem
@@ -183,7 +184,9 @@ def rank_torch(layers: List[str], tokens_list: List[int]) -> None:
     torch.cuda.set_device(int(os.environ.get("CCO_LOCAL_RANK", "0")) % torch.cuda.device_count())
     dist.init_process_group("gloo", init_method=f"file://{os.environ['CCO_TORCH_STORE']}", rank=rank,
                             world_size=world)
-    symm_mem.set_backend("NVSHMEM")
+    if backend == "CCO":
+        import cco.allocator  # noqa: F401  (registers backend "CCO")
+    symm_mem.set_backend(backend)
     group = dist.group.WORLD.group_name
     symm_mem.enable_symm_mem_for_group(group)
 
@@ -212,7 +215,8 @@ def rank_torch(layers: List[str], tokens_list: List[int]) -> None:
             if rank == 0:
                 name = "fused_all_gather_matmul" if op == "ag_gemm" else "fused_matmul_reduce_scatter"
                 print(json_line("fused", op, None, world, CALLS * TRIALS, "us", t, f"torch_{name}", layer=layer,
-                                tokens=tokens, m=full_rows, k=k, n=n, gemm_us=round(gemm, 2), error=err), flush=True)
+                                tokens=tokens, m=full_rows, k=k, n=n, gemm_us=round(gemm, 2), backend=backend,
+                                error=err), flush=True)
             del a, b, a_full
             dist.barrier()
     dist.destroy_process_group()
@@ -235,18 +239,18 @@ def main() -> int:
     p.add_argument("--ranks", default="8")
     p.add_argument("--tokens", default="1024,2048,4096,8192")
     p.add_argument("--layers", default="qkv,o,fc1,fc2")
-    p.add_argument("--jobs", default="cco,torch")
+    p.add_argument("--jobs", default="cco,torch,torch_cco")
     p.add_argument("--timeout", type=int, default=600)
     p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--rank-mode", choices=("cco", "torch"))
+    p.add_argument("--rank-mode", choices=("cco", "torch", "torch_cco"))
     args = p.parse_args()
     tokens = [int(t) for t in args.tokens.split(",")]
     layers = args.layers.split(",")
     if args.rank_mode == "cco":
         rank_cco(layers, tokens)
         return 0
-    if args.rank_mode == "torch":
-        rank_torch(layers, tokens)
+    if args.rank_mode in ("torch", "torch_cco"):
+        rank_torch(layers, tokens, "NVSHMEM" if args.rank_mode == "torch" else "CCO")
         return 0
     for ranks in (int(r) for r in args.ranks.split(",")):
         for job in args.jobs.split(","):

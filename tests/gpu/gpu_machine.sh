@@ -10,9 +10,11 @@
 #   benchmark beside torch's exchange at 2 ranks), sdma, gda (2 ranks),
 #   moe-tests (the MoE GPU test at CCO_MOE_TEST_RANKS ranks, default "4 8", then
 #   at 4 on two virtual hosts), fused-tests (the fused-op GPU test at
-#   CCO_FUSED_TEST_RANKS ranks, default "4 8"), fused-bench (bench_fused at 8
-#   ranks beside torch's fused ops, tokens from CCO_BENCH_FUSED_TOKENS, default
-#   1024,8192), fused (both).
+#   CCO_FUSED_TEST_RANKS ranks, default "4 8", extra arguments from
+#   CCO_FUSED_TEST_ARGS, e.g. "--only gemm_rs:sequential"), fused-bench (bench_fused at 8
+#   ranks beside torch's fused ops on its NVSHMEM backend and on cco's, tokens
+#   from CCO_BENCH_FUSED_TOKENS, default 1024,8192, jobs from
+#   CCO_BENCH_FUSED_JOBS, default torch,torch_cco,cco), fused (both).
 # CCO_KERNEL_ARCHS (default: every SM the build knows) narrows the embedded
 # kernels, e.g. 90 for a quicker build on Hopper. CCO_PACK_LOGS=1 leaves
 # only machine.txt, the JSON lines and one archive of every log in the log
@@ -129,13 +131,19 @@ if [ "$focused" = 1 ]; then
   if want fused || want fused-tests; then
     # The Triton kernels need the device bitcode (build*/lib, built where clang is).
     for n in ${CCO_FUSED_TEST_RANKS-4 8}; do
-      "$bin/ccorun" -t 400 -n "$n" -p "${pyx[@]}" python3 tests/gpu/test_fused_gpu.py --quick >"$out/fused-tests-$n.txt" 2>&1
+      "$bin/ccorun" -t "${CCO_FUSED_TEST_TIMEOUT:-400}" -n "$n" -p "${pyx[@]}" python3 tests/gpu/test_fused_gpu.py --quick \
+        ${CCO_FUSED_TEST_ARGS:-} >"$out/fused-tests-$n.txt" 2>&1
       stamp "test_fused_gpu.py --quick $n ranks rc=$?"; grep -h "^test_fused_gpu: [0-9]" "$out/fused-tests-$n.txt"
     done
   fi
   if want fused || want fused-bench; then
+    jobs=${CCO_BENCH_FUSED_JOBS:-torch,torch_cco,cco}
+    case ",$jobs," in  # torch's ops on backend "CCO": its extension built once, before the ranks start
+      *,torch_cco,*) CCO_LIBRARY="$build/lib/libcco.so" PYTHONPATH="$PWD/python" python3 -m cco._torch_ext build \
+        >"$out/torch_ext_build.log" 2>&1; stamp "torch extension build rc=$?" ;;
+    esac
     python3 bench/bench_fused.py --bin "$bin" --ranks 8 --tokens "${CCO_BENCH_FUSED_TOKENS:-1024,8192}" \
-      --jobs torch,cco >>"$out/bench.jsonl" 2>"$out/bench_fused.log"
+      --jobs "$jobs" >>"$out/bench.jsonl" 2>"$out/bench_fused.log"
     stamp "bench_fused rc=$?"
   fi
   mps_stop

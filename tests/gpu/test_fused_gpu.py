@@ -14,8 +14,11 @@ shape run interleaved, so one workspace serves calls of every kind. After
 each case the workspace's error word must be 0. Then calls of different ops
 and transports back to back, a disagreement between ranks, which must raise
 on every rank instead of hanging, and a call after release_workspace. Rank 0 prints
-"test_fused_gpu: N passed, N failed"; exit 1 on a failure.
+"test_fused_gpu: N passed, N failed"; exit 1 on a failure. A case still running after
+CCO_TEST_WATCHDOG_S seconds (default 90) prints every thread's Python stack on every rank,
+again every period, so a hang shows where each rank waits.
 """
+import faulthandler
 import os
 import sys
 import time
@@ -46,6 +49,7 @@ TRANSPORTS = ["lsa", "sdma", "sequential", "auto"]
 SHAPES = [(72, 136, 200), (300, 520, 392)] if QUICK else [(72, 136, 200), (300, 520, 392), (1000, 1024, 776)]
 if ONLY:
     SHAPES = SHAPES[:1]
+WATCHDOG_S = float(os.environ.get("CCO_TEST_WATCHDOG_S", "90"))
 
 
 def rank_inputs(op, rank, rnd, world, rows, k, n):
@@ -187,11 +191,13 @@ def main():
                 if ONLY and f"{op}:{transport}" not in ONLY:
                     continue
                 t0, failed = time.monotonic(), job.failed
+                faulthandler.dump_traceback_later(WATCHDOG_S, repeat=True)
                 try:
                     run_case(job, op, transport, shape)
                 except Exception:  # noqa: BLE001 - a failed case is reported, the others still run
                     job.expect(False, f"{op} {transport} {shape}:\n{traceback.format_exc()}")
                 comm.barrier()
+                faulthandler.cancel_dump_traceback_later()
                 if comm.rank == 0:  # progress: a slow case (a compile, a wait that times out) shows here
                     print(f"test_fused_gpu: {op} {transport} rows={shape[0]} k={shape[1]} n={shape[2]}: "
                           f"{'ok' if job.failed == failed else 'FAILED'} on rank 0, {time.monotonic() - t0:.1f} s "
