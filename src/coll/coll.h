@@ -88,6 +88,20 @@ ccoResult_t cco_coll_select(const cco_coll_config* cfg, cco_coll_kind kind, size
  * communicator uses the same count for its whole life (see coll_select.c). */
 uint32_t cco_coll_default_parts(cco_platform_kind platform, int64_t envParts);
 
+/* Ranks sharing one GPU (MPS): the most blocks of theirs, all together,
+ * that may wait in collectives at once. */
+#define CCO_COLL_SHARED_GPU_BLOCKS 64
+
+/* The parts each of `sharing` ranks on one GPU may run, given how many
+ * blocks of the collectives' kernels fit on it at once: the whole room for
+ * one rank; for several, half of it and at most CCO_COLL_SHARED_GPU_BLOCKS,
+ * split between them (0 when not even one block each fits). Waiting blocks
+ * hold their SMs, and a late rank still has to run what comes before its
+ * collective on the same GPU (a GEMM wants whole SMs): with 8 ranks on one
+ * H100 (132 SMs), 16 parts each (128 waiting blocks) hung behind a late
+ * rank's cuBLAS GEMM, while 8 parts each and 4 ranks of 16 ran. */
+int cco_coll_shared_gpu_parts(int coresidentBlocks, int sharing);
+
 /* The signature of a call that cannot match any real one: what a rank
  * whose arguments were refused launches, so that peers that did launch fail
  * their signature check instead of waiting for it (and ranks that all

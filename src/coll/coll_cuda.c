@@ -39,7 +39,7 @@ static ccoResult_t load_typed(cco_coll_engine* e, const char* kernel, int kind, 
 /* The grid every rank can run at once. The blocks of a call wait at LSA
  * barriers for the same block of every peer, so a grid that does not fit
  * on the GPU at once hangs; ranks sharing this GPU (MPS) share its room
- * (docs/device_api.md). */
+ * and leave part of it to other work (cco_coll_shared_gpu_parts). */
 static ccoResult_t coresident_parts(cco_coll_engine* e, uint32_t* parts) {
   cco_platform* p = e->ctx->platform;
   const cco_topology* topo = e->ctx->topo;
@@ -57,7 +57,7 @@ static ccoResult_t coresident_parts(cco_coll_engine* e, uint32_t* parts) {
       if (fit < 0 || blocks < fit) fit = blocks;
     }
   }
-  fit /= sharing;
+  fit = cco_coll_shared_gpu_parts(fit, sharing);
   if (fit < 1)
     return cco_error(NULL, ccoUnsupported, CCO_SUBSYS_COLL,
                      "rank %d: a collective's blocks of %d threads do not fit on gpu %s when %d ranks share it",

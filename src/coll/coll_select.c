@@ -206,6 +206,13 @@ uint32_t cco_coll_default_parts(cco_platform_kind platform, int64_t envParts) {
   return parts > CCO_COLL_MAX_PARTS ? CCO_COLL_MAX_PARTS : (uint32_t)parts;
 }
 
+int cco_coll_shared_gpu_parts(int coresidentBlocks, int sharing) {
+  if (coresidentBlocks < 0) return 0;
+  if (sharing <= 1) return coresidentBlocks;
+  int room = coresidentBlocks / 2 < CCO_COLL_SHARED_GPU_BLOCKS ? coresidentBlocks / 2 : CCO_COLL_SHARED_GPU_BLOCKS;
+  return room / sharing;
+}
+
 /* FNV-1a over the fields, 64-bit. */
 static uint64_t mix(uint64_t h, uint64_t v) {
   for (int i = 0; i < 8; i++) {

@@ -161,6 +161,24 @@ TEST(parts) {
   CHECK(cco_coll_default_parts(CCO_PLATFORM_HOST, -5) == 2u);
 }
 
+TEST(shared_gpu_parts) {
+  /* One rank on its GPU: the whole room. */
+  CHECK_EQ(cco_coll_shared_gpu_parts(132, 1), 132);
+  /* 132 SMs, one block each: 2 and 4 ranks keep 16 parts, 8 ranks get 8
+   * (16 each hung behind a late rank's GEMM). */
+  CHECK(cco_coll_shared_gpu_parts(132, 2) >= 16);
+  CHECK_EQ(cco_coll_shared_gpu_parts(132, 4), 16);
+  CHECK_EQ(cco_coll_shared_gpu_parts(132, 8), 8);
+  /* Two blocks per SM: still at most 64 waiting blocks in all. */
+  CHECK_EQ(cco_coll_shared_gpu_parts(264, 8), 8);
+  CHECK_EQ(cco_coll_shared_gpu_parts(264, 16), 4);
+  /* A small GPU: half its room. */
+  CHECK_EQ(cco_coll_shared_gpu_parts(40, 4), 5);
+  /* Not even one block each: 0 (the caller refuses). */
+  CHECK_EQ(cco_coll_shared_gpu_parts(132, 128), 0);
+  CHECK_EQ(cco_coll_shared_gpu_parts(-1, 2), 0);
+}
+
 TEST(signature) {
   ccoCollArgs a;
   memset(&a, 0, sizeof(a));
