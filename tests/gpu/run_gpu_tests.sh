@@ -98,8 +98,8 @@ for n in 2 4 8; do
 graphs; a disagreement raises), $n ranks under MPS" "$bin/ccorun" -t 600 -n "$n" -p "${pyx[@]}" \
     python3 "$here/test_fused_gpu.py" $([ "$n" -eq 8 ] && echo --quick)
 done
-run "fused GEMM + communication with 128 x 256 tiles (CCO_FUSED_TILES=256x3), 2 ranks under MPS" \
-  "$bin/ccorun" -t 600 -n 2 -p "${pyx[@]}" -x CCO_FUSED_TILES=256x3 python3 "$here/test_fused_gpu.py" --quick
+run "fused GEMM + communication with 128 x 128 tiles (CCO_FUSED_TILES=128x3), 2 ranks under MPS" \
+  "$bin/ccorun" -t 600 -n 2 -p "${pyx[@]}" -x CCO_FUSED_TILES=128x3 python3 "$here/test_fused_gpu.py" --quick
 run "example 05: tensor-parallel MLP (ag_gemm, gemm_rs), 4 ranks under MPS" \
   "$bin/ccorun" -t 300 -n 4 -p "${pyx[@]}" python3 "$here/../../examples/python/05_tp_mlp.py"
 run "example 06: GEMM -> all-to-all (gemm_a2a), 4 ranks under MPS" \

@@ -86,6 +86,8 @@ def test_choose_transport(monkeypatch):
     assert fused.choose_transport("a2a_gemm", 8192, 1280, 8192, 8) == "lsa"
     assert fused.choose_transport("gemm_rs", 8192, 8192, 3584, 8) == "sequential"
     assert fused.choose_transport("ag_gemm", 8192, 1280, 8192, 2) == "sequential"
+    assert fused.choose_transport("ag_gemm", 8192, 7168, 8192, 8) == "sequential"  # fc1: a wide B lost
+    assert fused.choose_transport("ag_gemm", 8192, fused.LSA_MAX_N, 8192, 8) == "lsa"
     for op in fused.OPS:
         assert fused.choose_transport(op, 1024, 1024, 1024, 8) in ("lsa", "sdma", "sequential")
     with pytest.raises(CCOInvalidArgument, match="op must be one of"):
@@ -133,6 +135,8 @@ def test_tile_config_from_the_environment(monkeypatch):
     monkeypatch.setenv("CCO_FUSED_TILES", "256x3")
     assert fused._tiles_from_env() == (256, 3)
     monkeypatch.delenv("CCO_FUSED_TILES")
+    assert fused._tiles_from_env() == (256, 3)
+    monkeypatch.setenv("CCO_FUSED_TILES", "128x3")
     assert fused._tiles_from_env() == (128, 3)
     monkeypatch.setenv("CCO_FUSED_TILES", "512x9")
     with pytest.raises(CCOInvalidArgument, match="CCO_FUSED_TILES"):

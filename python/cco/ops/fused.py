@@ -44,14 +44,14 @@ PRODUCERS = {"gemm_rs": ("scatter", True), "gemm_ar": ("broadcast", True),
 CONSUMERS = {"ag_gemm": False, "a2a_gemm": True}  # per destination (all-to-all)
 
 # GEMM tiles. BLOCK_M is fixed: the workspace's counters are per BLOCK_M rows. BLOCK_N and the
-# pipeline's stages come from CCO_FUSED_TILES ("<BLOCK_N>x<stages>", default 128x3, the config the
-# GPU test verified); 256x3 was the fastest of three at every benchmark shape (docs/fused_ops.md).
+# pipeline's stages come from CCO_FUSED_TILES ("<BLOCK_N>x<stages>", default 256x3, the fastest
+# of three at every benchmark shape, docs/fused_ops.md).
 BLOCK_M, BLOCK_K, GROUP_M, NUM_WARPS = 128, 64, 8, 8
 TILE_CHOICES = {"128x3": (128, 3), "128x4": (128, 4), "256x3": (256, 3), "64x4": (64, 4)}
 
 
 def _tiles_from_env() -> Tuple[int, int]:
-    text = os.environ.get("CCO_FUSED_TILES", "128x3").strip()
+    text = os.environ.get("CCO_FUSED_TILES", "256x3").strip()
     if text not in TILE_CHOICES:
         raise CCOInvalidArgument(f"CCO_FUSED_TILES={text!r}: one of {', '.join(TILE_CHOICES)}")
     return TILE_CHOICES[text]
@@ -59,6 +59,7 @@ def _tiles_from_env() -> Tuple[int, int]:
 
 BLOCK_N, NUM_STAGES = _tiles_from_env()
 REDUCE_BLOCK_M, REDUCE_BLOCK_N = 32, 256
+LSA_MAX_N = 4096  # auto's widest B for the LSA consumer ops: between qkv's 1,280 (won) and fc1's 7,168 (lost)
 CTRL_HEADER_WORDS = 264  # fused_kernels.COUNTER_WORD: error word, SDMA bases [256]
 MAX_RANKS = 256
 ALIGN = 1 << 16
@@ -90,11 +91,12 @@ def choose_transport(op: str, m_rows: int, n: int, k: int, world: int) -> str:
         raise CCOInvalidArgument(f"choose_transport: op must be one of {', '.join(OPS)}, not {op!r}")
     if world == 1:
         return "sequential"  # nothing crosses ranks
-    # Measured on one H200 with 8 ranks under MPS (bench/RESULTS.md): only the GEMMs that read the
-    # peers' rows in place (all-gather -> GEMM, all-to-all -> GEMM), with 128 x 256 tiles, came
-    # within 3% of the sequential path or beat it (qkv 0.92, fc1 1.01); every other case, and
-    # every case with 128 x 128 tiles, lost to cuBLAS + the collective (1.07-1.28).
-    if op in CONSUMERS and world >= 8 and BLOCK_N == 256:
+    # Measured with 8 ranks under MPS on one H200 and one H100 (bench/RESULTS.md): only the GEMMs
+    # that read the peers' rows in place (all-gather -> GEMM, all-to-all -> GEMM), with 128 x 256
+    # tiles and a narrow B, beat the sequential path: qkv (n 1,280) 0.73-0.92 of its time. With a
+    # wide B the GEMM is most of the time, Triton's loses to cuBLAS, and fc1 (n 7,168) took
+    # 1.01-1.03. Every producer op lost (1.06-1.22), and so did every case with 128 x 128 tiles.
+    if op in CONSUMERS and world >= 8 and BLOCK_N == 256 and n <= LSA_MAX_N:
         return "lsa"
     return "sequential"
 
@@ -158,6 +160,12 @@ class _Workspace:
         self.comm = comm
         self.dc = comm.create_dev_comm(CCODevCommRequirements(
             gda_connection_type=GDA_CONNECTION_NONE, lsa_barrier_count=1, sdma_queue_count=1))
+        # The communicator's first collective sets the collectives' state up, a step over the
+        # bootstrap that loads their module and synchronizes: done here, with no fused kernel in
+        # flight, rather than inside the sequential path's first call, between its kernels.
+        torch = _torch()
+        comm.barrier_on_stream(torch.cuda.current_stream())
+        torch.cuda.synchronize()
         self.win: Any = None
         self.size = 0
         self.agreed: Set[Tuple[Any, ...]] = set()  # call keys every rank has checked
