@@ -14,7 +14,8 @@
 #   CCO_FUSED_TEST_ARGS, e.g. "--only gemm_rs:sequential"), fused-bench (bench_fused at 8
 #   ranks beside torch's fused ops on its NVSHMEM backend and on cco's, tokens
 #   from CCO_BENCH_FUSED_TOKENS, default 1024,8192, jobs from
-#   CCO_BENCH_FUSED_JOBS, default torch,torch_cco,cco), fused (both).
+#   CCO_BENCH_FUSED_JOBS, default torch,torch_cco,cco), fused-examples
+#   (examples 05 and 06 at 4 ranks), fused (all three).
 # CCO_KERNEL_ARCHS (default: every SM the build knows) narrows the embedded
 # kernels, e.g. 90 for a quicker build on Hopper. CCO_PACK_LOGS=1 leaves
 # only machine.txt, the JSON lines and one archive of every log in the log
@@ -86,7 +87,7 @@ fi
 # The focused runs, in the order given (lsa,moe,...): each prints its JSON lines.
 want() { case ",$what," in *",$1,"*) return 0 ;; esac; return 1; }
 focused=0
-for m in check moe-tests lsa moe sdma gda fused fused-tests fused-bench; do want "$m" && focused=1; done
+for m in check moe-tests lsa moe sdma gda fused fused-tests fused-examples fused-bench; do want "$m" && focused=1; done
 if [ "$focused" = 1 ]; then
   date=$(date -u +%Y-%m-%dT%H:%MZ)
   rm -f "$out/bench.jsonl"
@@ -134,6 +135,12 @@ if [ "$focused" = 1 ]; then
       "$bin/ccorun" -t "${CCO_FUSED_TEST_TIMEOUT:-400}" -n "$n" -p "${pyx[@]}" python3 tests/gpu/test_fused_gpu.py --quick \
         ${CCO_FUSED_TEST_ARGS:-} >"$out/fused-tests-$n.txt" 2>&1
       stamp "test_fused_gpu.py --quick $n ranks rc=$?"; grep -h "^test_fused_gpu: [0-9]" "$out/fused-tests-$n.txt"
+    done
+  fi
+  if want fused || want fused-examples; then
+    for ex in 05_tp_mlp 06_gemm_a2a; do
+      "$bin/ccorun" -t 300 -n 4 -p "${pyx[@]}" python3 "examples/python/$ex.py" >"$out/example-$ex.txt" 2>&1
+      stamp "example $ex, 4 ranks rc=$?"; tail -3 "$out/example-$ex.txt"
     done
   fi
   if want fused || want fused-bench; then
