@@ -33,8 +33,8 @@ ccoResult_t cco_platform_desc_alloc_zeroed(cco_platform* p, size_t size, void** 
 
 void cco_platform_background_thread_start(cco_platform* p, cco_log_subsys subsys, const char* thread, int rank) {
   cco_background_thread_init();
-  if (p->ops->background_thread_init(p) != ccoSuccess && cco_log_enabled(CCO_LOG_WARN, subsys))
-    cco_log_write(CCO_LOG_WARN, subsys, "rank %d: the %s thread stays in CUDA's global capture mode", rank, thread);
+  if (p->ops->background_thread_init(p) != ccoSuccess)
+    CCO_LOG(CCO_LOG_WARN, subsys, "rank %d: the %s thread stays in CUDA's global capture mode", rank, thread);
 }
 
 void cco_platform_close(cco_platform* p) {

@@ -235,8 +235,7 @@ static bool streams_busy(cco_sdma_engine* e) {
 
 static void* engine_main(void* arg) {
   cco_sdma_engine* e = arg;
-  cco_platform* p = e->t->ctx->platform;
-  cco_platform_background_thread_start(p, CCO_SUBSYS_SDMA, "SDMA engine", e->t->ctx->rank);
+  cco_platform_background_thread_start(e->t->ctx->platform, CCO_SUBSYS_SDMA, "SDMA engine", e->t->ctx->rank);
   uint64_t idleSince = cco_now_ns();
   while (!atomic_load(&e->stop)) {
     int work = 0;
