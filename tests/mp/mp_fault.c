@@ -40,6 +40,14 @@
  * process) into shared memory just before it raises SIGKILL; each survivor
  * writes when it saw the error. Each phase prints the death-to-error times
  * of every survivor of every run: median and max.
+ *
+ * The bound is the library's part of that time. A killed process's sockets
+ * close only once the kernel has torn its memory down (do_exit releases the
+ * address space before the files), and only then can any peer tell it is
+ * gone. Under TSan that teardown is most of the death-to-error time (the
+ * survivors see the error within a few ms of the victim being reaped) and
+ * once took 3.3 s. So the bound counts from the later of the death and the
+ * moment the launcher reaped the victim, and each run prints both.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -576,7 +584,7 @@ static void list_shm(char* out, size_t size) {
 /* The network engine opens here (in a child: libfabric may start threads). */
 /* One job of n ranks; a victim < 0 is a clean run. Appends every
  * survivor's death-to-error time to dts. */
-static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* ndt) {
+static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* ndt, double* libMax) {
   int n = o->ranks;
   long sends[MAX_RANKS];
   memcpy(sends, g_sh->createSends, sizeof(sends));
@@ -589,9 +597,10 @@ static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* n
   }
   pid_t pids[MAX_RANKS];
   int codes[MAX_RANKS];
+  double reapedAt[MAX_RANKS];
   atomic_store(&g_sends, 0);
   mp_spawn(pids, 0, n, n, id, rank_main, cfg);
-  mp_wait(pids, n, RUN_LIMIT_S, codes);
+  mp_wait_timed(pids, n, RUN_LIMIT_S, codes, reapedAt);
   const char* name = kPhaseNames[cfg->phase];
   char line[512];
   int o_ = snprintf(line, sizeof(line), "  %s run %d: victim %d", name, run, cfg->victim);
@@ -599,6 +608,9 @@ static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* n
     o_ += snprintf(line + o_, sizeof(line) - (size_t)o_, " (iteration %ld, send %ld)", cfg->iter, cfg->k);
   else if (cfg->phase == PH_DEVWAIT)
     o_ += snprintf(line + o_, sizeof(line) - (size_t)o_, " (%s)", cfg->variant ? "signal wait" : "LSA barriers");
+  if (cfg->victim >= 0 && g_sh->deathAt > 0)
+    o_ += snprintf(line + o_, sizeof(line) - (size_t)o_, " (reaped %.3f s after the death)",
+                   reapedAt[cfg->victim] - g_sh->deathAt);
   o_ += snprintf(line + o_, sizeof(line) - (size_t)o_, ":");
   for (int r = 0; r < n; r++) {
     const rank_result* res = &g_sh->r[r];
@@ -616,6 +628,10 @@ static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* n
              codes[r] == -1 ? "still running at the run's limit: killed" : "crashed", codes[r]);
     if (!res->done) continue;
     double dt = res->errAt - g_sh->deathAt;
+    /* The library's part: from when the victim could be seen gone at the
+     * latest (reaped; its links closed before that). */
+    double gone = reapedAt[cfg->victim] > g_sh->deathAt ? reapedAt[cfg->victim] : g_sh->deathAt;
+    double libDt = res->errAt - gone;
     int hostCall = res->dev < 0;
     MP_CHECK(res->errAt > 0, "%s run %d: survivor rank %d saw no error", name, run, r);
     if (res->errAt <= 0) continue;
@@ -625,8 +641,10 @@ static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* n
              res->async < 0 ? "-" : ccoGetErrorString((ccoResult_t)res->async), res->detail);
     MP_CHECK(names_dead(res->detail, cfg->victim), "%s run %d: rank %d: %s: the detail does not blame dead rank %d: %s",
              name, run, r, res->where, cfg->victim, res->detail);
-    MP_CHECK(dt <= o->bound, "%s run %d: rank %d: %s failed %.3f s after the death (bound %.1f s): %s", name, run, r,
-             res->where, dt, o->bound, res->detail);
+    MP_CHECK(libDt <= o->bound,
+             "%s run %d: rank %d: %s failed %.3f s after the death, %.3f s after the victim was reaped (bound %.1f s): "
+             "%s",
+             name, run, r, res->where, dt, libDt, o->bound, res->detail);
     MP_CHECK(res->destroyRes == ccoSuccess && res->destroySeconds < DESTROY_BOUND_S,
              "%s run %d: rank %d: ccoCommDestroy returned %s after %.2f s", name, run, r,
              ccoGetErrorString((ccoResult_t)res->destroyRes), res->destroySeconds);
@@ -634,6 +652,7 @@ static void run_job(const options* o, run_cfg* cfg, int run, double* dts, int* n
              "%s run %d: rank %d left behind %d fds, %d threads, %d mappings", name, run, r, res->fds, res->threads,
              res->maps);
     dts[(*ndt)++] = dt;
+    if (libDt > *libMax) *libMax = libDt;
     o_ += snprintf(line + o_, sizeof(line) - (size_t)o_, " %.3f", dt);
   }
   if (cfg->victim >= 0) printf("%s s\n", line);
@@ -654,9 +673,10 @@ static int run_phase(const options* o, int phase) {
   list_shm(shmBefore, sizeof(shmBefore));
   double dts[64 * MAX_RANKS];
   int ndt = 0;
+  double libMax = -1e30; /* negative: every error came before the reap */
   if (phase == PH_CREATE) { /* count each rank's sends while it creates */
     run_cfg clean = {PH_CREATE, -1, 0, -1, 0, 0};
-    run_job(o, &clean, 0, dts, &ndt);
+    run_job(o, &clean, 0, dts, &ndt, &libMax);
   }
   for (int run = 1; run <= o->runs; run++) {
     run_cfg cfg = {phase, (int)rnd_in(0, n - 1), 0, 0, 0, 0};
@@ -679,7 +699,7 @@ static int run_phase(const options* o, int phase) {
       case PH_MOE: cfg.iter = rnd_in(1, 60); break;
       default: break;
     }
-    run_job(o, &cfg, run, dts, &ndt);
+    run_job(o, &cfg, run, dts, &ndt, &libMax);
   }
   list_shm(shmAfter, sizeof(shmAfter));
   for (char* line = strtok(shmAfter, "\n"); line; line = strtok(NULL, "\n")) {
@@ -689,9 +709,10 @@ static int run_phase(const options* o, int phase) {
   }
   qsort(dts, (size_t)ndt, sizeof(double), cmp_double);
   if (ndt)
-    printf("phase %s [%s]: %d runs, %d survivors, death to error: median %.3f s, max %.3f s (bound %.1f s)\n", name,
-           kPhaseWhat[phase], o->runs, ndt, ndt % 2 ? dts[ndt / 2] : (dts[ndt / 2 - 1] + dts[ndt / 2]) / 2,
-           dts[ndt - 1], o->bound);
+    printf("phase %s [%s]: %d runs, %d survivors, death to error: median %.3f s, max %.3f s; victim reaped to "
+           "error: max %.3f s (bound %.1f s)\n",
+           name, kPhaseWhat[phase], o->runs, ndt, ndt % 2 ? dts[ndt / 2] : (dts[ndt / 2 - 1] + dts[ndt / 2]) / 2,
+           dts[ndt - 1], libMax, o->bound);
   else
     printf("phase %s [%s]: no survivor measured\n", name, kPhaseWhat[phase]);
   fflush(stdout);

@@ -94,8 +94,11 @@ static inline void mp_spawn(pid_t* pids, int first, int count, int nRanks, ccoUn
 }
 
 /* Waits for the children until the time limit; kills leftovers. Writes each
- * exit code (128+signal when killed, -1 when it had to be killed). */
-static inline void mp_wait(pid_t* pids, int count, double limit, int* codes) {
+ * exit code (128+signal when killed, -1 when it had to be killed) and, when
+ * reapedAt is not NULL, the mp_now() at which each was reaped (within the
+ * 5 ms of a poll; the kernel closes a process's sockets before it can be
+ * reaped, so this bounds when its peers could see it gone). */
+static inline void mp_wait_timed(pid_t* pids, int count, double limit, int* codes, double* reapedAt) {
   double end = mp_now() + limit;
   int left = count;
   for (int i = 0; i < count; i++) codes[i] = -2;
@@ -106,6 +109,7 @@ static inline void mp_wait(pid_t* pids, int count, double limit, int* codes) {
       pid_t r = waitpid(pids[i], &st, WNOHANG);
       if (r == pids[i]) {
         codes[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (reapedAt) reapedAt[i] = mp_now();
         left--;
       }
     }
@@ -116,7 +120,12 @@ static inline void mp_wait(pid_t* pids, int count, double limit, int* codes) {
     kill(pids[i], SIGKILL);
     waitpid(pids[i], NULL, 0);
     codes[i] = -1;
+    if (reapedAt) reapedAt[i] = mp_now();
   }
+}
+
+static inline void mp_wait(pid_t* pids, int count, double limit, int* codes) {
+  mp_wait_timed(pids, count, limit, codes, NULL);
 }
 
 static inline int mp_count_dir(const char* path) {
