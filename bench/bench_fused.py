@@ -185,6 +185,7 @@ def rank_torch(layers: List[str], tokens_list: List[int], backend: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{os.environ['CCO_TORCH_STORE']}", rank=rank,
                             world_size=world)
     if backend == "CCO":
+        sys.path.insert(0, str(REPO / "python"))
         import cco.allocator  # noqa: F401  (registers backend "CCO")
     symm_mem.set_backend(backend)
     group = dist.group.WORLD.group_name
