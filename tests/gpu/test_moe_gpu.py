@@ -13,11 +13,15 @@ exact in bf16 and e4m3), with the weights of its kept choices. Rounds
 alternate the zero-copy path (combine_in_view) and the copy fallback,
 which op.combine_copies must count. Then the pipeline captured in a CUDA
 graph (dispatch, the expert over every slot, combine into fixed outputs)
-and replayed with new inputs, every replay checked. Rank 0 prints
+and replayed with new inputs, every replay checked. First of all, a late
+rank's GEMM before its dispatch while the others wait in theirs
+(--late-gemm-only: that alone; CCO_TEST_LATE_GEMM_PARTS sets its grid).
+Rank 0 prints
 "test_moe_gpu: N passed, N failed"; exit 1 on a failure.
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")  # kernels wait for kernels of other ranks (docs/sdma.md)
@@ -159,18 +163,67 @@ def run_graph(job, name, op, fp8, max_tokens, hidden):
     job.expect(bad == 0, f"{name}: {REPLAYS} graph replays, {bad} wrong")
 
 
+# Hidden 256: rows shorter than a warp's loads (lanes past the row's end still send the
+# per-token words). Hidden 16384 in fp8: 128 scales and 8 weights and ids a token, more
+# per-token words than a warp holds at once (the dispatch sends them in two goes).
+CASES = (("bf16 throughput", False, "throughput", 512, 256),
+         ("fp8 throughput", True, "throughput", 512, 256),
+         ("bf16 low latency", False, "low_latency", 128, 256),
+         ("fp8 low latency", True, "low_latency", 128, 256),
+         ("fp8 throughput, hidden 16384", True, "throughput", 64, 16384))
+
+
+def check_late_gemm(job, parts):
+    """The last rank runs a large cuBLAS GEMM before its dispatch, while the
+    others already wait in theirs on the same GPU: their waiting blocks must
+    leave the GEMM room to run (docs/moe.md), or every rank waits forever.
+    parts: the op's grid (0: its default)."""
+    comm, me, n = job.comm, job.comm.rank, job.comm.size
+    hidden, max_tokens = 256, 512
+    cfg = EpDispatchCombineConfig(hidden_dim=hidden, max_num_inp_token_per_rank=max_tokens,
+                                  num_experts_per_rank=EXPERTS_PER_RANK, num_experts_per_token=TOPK,
+                                  data_type="bf16", mode="throughput", parts=parts)
+    op = EpDispatchCombineOp(cfg, comm)
+    a = torch.randn((8192, 8192), device="cuda").bfloat16()
+    b = torch.randn((8192, 8192), device="cuda").bfloat16()
+    every = [inputs(r, 0, n, max_tokens, False, hidden) for r in range(n)]
+    _, tok, w, idx, _ = every[me]
+    tok, w, idx = tok.cuda(), w.cuda(), idx.cuda()
+    torch.cuda.synchronize()
+    comm.barrier()
+    if me == n - 1:
+        time.sleep(0.2)  # the others' dispatch is on the GPU, waiting for this rank's rows
+        for _ in range(4):
+            torch.matmul(a, b)
+    _, _, _, _, total_recv = op.dispatch(tok, w, None, idx)
+    torch.cuda.synchronize()
+    op.check()
+    want = sum(1 for s in range(n) for t in range(every[s][0].shape[0]) if me in ranks_of(every[s][3][t]))
+    total = int(total_recv.cpu().item())
+    parts = op.stats()["parts"]
+    job.expect(total == want, f"late GEMM, {parts} parts: {total} received, {want} sent here")
+    comm.barrier()
+    op.release()
+    return parts
+
+
 def main():
     with init_communicator(per_rank_vmm=4 << 30) as comm:
         torch.cuda.set_device(comm.cuda_device)
         job = Job(comm)
-        # Hidden 256: rows shorter than a warp's loads (lanes past the row's end still send the
-        # per-token words). Hidden 16384 in fp8: 128 scales and 8 weights and ids a token, more
-        # per-token words than a warp holds at once (the dispatch sends them in two goes).
-        for name, fp8, mode, tokens, hidden in (("bf16 throughput", False, "throughput", 512, 256),
-                                                ("fp8 throughput", True, "throughput", 512, 256),
-                                                ("bf16 low latency", False, "low_latency", 128, 256),
-                                                ("fp8 low latency", True, "low_latency", 128, 256),
-                                                ("fp8 throughput, hidden 16384", True, "throughput", 64, 16384)):
+        late_parts = int(os.environ.get("CCO_TEST_LATE_GEMM_PARTS", "0"))
+        parts = "?"
+        try:
+            parts = check_late_gemm(job, late_parts)
+        except Exception as e:  # noqa: BLE001
+            job.failed += 1
+            print(f"rank {comm.rank}: FAIL late GEMM: {type(e).__name__}: {e}", flush=True)
+        comm.barrier()
+        if comm.rank == 0:
+            print(f"test_moe_gpu: a late rank's GEMM before its dispatch ({parts} parts): {job.failed} failed",
+                  flush=True)
+        cases = () if "--late-gemm-only" in sys.argv else CASES
+        for name, fp8, mode, tokens, hidden in cases:
             try:
                 run_case(job, name, fp8, mode, tokens, rounds=4, hidden=hidden)
             except Exception as e:  # noqa: BLE001 - a failed case is reported, the others still run
