@@ -56,12 +56,18 @@ __global__ void ping_pong(ccoDevComm dc, ccoWindow_t win, int peer, int first, i
   *status = bad;
 }
 
-__global__ void issue_stream(ccoDevComm dc, ccoWindow_t win, int peer, int count, size_t dstOff, int* status) {
+// times[0..2]: the kernel's start, the end of its posts, the end of its quiet
+// (%globaltimer): whether the posts or the engine behind them set the pace.
+__global__ void issue_stream(ccoDevComm dc, ccoWindow_t win, int peer, int count, size_t dstOff, int* status,
+                             unsigned long long* times) {
   int bad = 0;
+  times[0] = cco_impl_clock_ns();
   for (int i = 0; i < count; i++)
     bad |= ccoSdmaPut(&dc, peer, win, dstOff + (size_t)(i % 64) * 1024, win, 0, 1024, 0, ccoSdmaSignalNone,
                       ccoCoopThread) != ccoDevSuccess;
+  times[1] = cco_impl_clock_ns();
   bad |= ccoSdmaQuietQueue(&dc, peer, 0, ccoCoopThread) != ccoDevSuccess;
+  times[2] = cco_impl_clock_ns();
   *status = bad;
 }
 
@@ -189,25 +195,36 @@ static void bench_put(const bench_sweep* sw, int trials, int warmup, int size, c
 static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, size_t dstOff, int* status,
                         cudaStream_t st) {
   const int trials = 5;
-  double ms[trials];
+  double ms[trials], postUs[trials], drainUs[trials];
   int host = 0, bad = 0;
+  unsigned long long* times;
+  CUDA_OK(cudaMalloc(&times, 3 * sizeof(unsigned long long)));
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
   for (int t = 0; t < trials; t++) {
     CUDA_OK(cudaEventRecord(e0, st));
-    issue_stream<<<1, 1, 0, st>>>(dc, win, 1, count, dstOff, status);
+    issue_stream<<<1, 1, 0, st>>>(dc, win, 1, count, dstOff, status, times);
     CUDA_OK(cudaEventRecord(e1, st));
     CUDA_OK(cudaEventSynchronize(e1));
     CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
+    unsigned long long tk[3];
+    CUDA_OK(cudaMemcpy(tk, times, sizeof(tk), cudaMemcpyDeviceToHost));
     bad |= host;
     ms[t] = bench_elapsed_ms(e0, e1);
+    postUs[t] = (double)(tk[1] - tk[0]) * 1e-3 / count;
+    drainUs[t] = (double)(tk[2] - tk[1]) * 1e-3;
   }
   bench_line l;
   bench_line_start(&l, "sdma", "sdma_issue_interval", 1024, size, count);
   bench_line_int(&l, "trials", trials);
   bench_line_int(&l, "bad_status", bad);
+  // The kernel's own clock: its posts alone per put, and the wait after the
+  // last post for the copies still queued behind the engine.
+  bench_line_num(&l, "post_us_per_put", bench_median(postUs, trials));
+  bench_line_num(&l, "quiet_after_posts_us", bench_median(drainUs, trials));
   bench_line_emit(&l, "us", bench_median(ms, trials) * 1e3 / count, NULL);
+  cudaFree(times);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
 }

@@ -6,9 +6,13 @@
 #define CCO_BASE_CLOCK_H_
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/prctl.h>
 #include <time.h>
+
+#include "base/env.h"
+#include "base/error.h"
 
 static inline uint64_t cco_now_ns(void) {
   struct timespec ts;
@@ -24,7 +28,7 @@ static inline uint64_t cco_now_ns(void) {
  * long to be picked up. 1 us costs a few more timer interrupts while idle. */
 static inline void cco_background_thread_init(void) { (void)prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul); }
 
-/* How long after its last work a background thread only yields. */
+/* How long after its last work a background thread only yields, at least. */
 #define CCO_IDLE_YIELD_NS 200000u
 
 /* One idle step, idleNs after the last work: yield for the first 200 us
@@ -38,6 +42,80 @@ static inline void cco_idle_wait(uint64_t idleNs, long longNapNs) {
   }
   struct timespec nap = {0, idleNs < 10000000 ? 20000 : longNapNs};
   nanosleep(&nap, NULL);
+}
+
+/*
+ * The idle policy of a progress thread (the SDMA engine, the GDA proxy):
+ * after its last work it yields for a window, then naps. A fixed 200 us
+ * window made every burst that came after a longer gap wait out a nap
+ * (20 us asked, more with the wake-up): a kernel that posts its copies
+ * every 0.3-0.4 ms, with compute or another transfer in between, paid it
+ * every time (H100, 2026-12-07: 16 MiB x 32 SDMA puts 0.91 of
+ * cudaMemcpyAsync). So the window follows the rhythm of the work: work that
+ * arrives while the thread naps, after a gap under maxSpinNs, widens the
+ * window to twice that gap; a gap past maxSpinNs sets it back to 200 us, so
+ * a communicator used every few tens of milliseconds or less often still
+ * naps between uses. maxSpinNs 0 keeps the window at 200 us.
+ */
+typedef struct {
+  uint64_t idleSince; /* the last work, or where a stream still busy set it */
+  uint64_t spinNs;    /* the current window */
+  uint64_t maxSpinNs;
+  uint64_t naps;      /* naps taken, for the progress profile */
+  uint64_t napWakes;  /* work found right after a nap: pickups a nap made late */
+  bool napped;        /* the last idle step was a nap */
+} cco_idle;
+
+/* CCO_PROGRESS_SPIN_MAX_US in nanoseconds; a negative value is an error. */
+static inline ccoResult_t cco_progress_spin_max(cco_errsink* err, uint64_t* ns) {
+  int64_t us = cco_env_int(CCO_ENV_ID_CCO_PROGRESS_SPIN_MAX_US);
+  if (us < 0 || us > 10000000)
+    return cco_error(err, ccoInvalidArgument, CCO_SUBSYS_PROXY, "CCO_PROGRESS_SPIN_MAX_US=%lld: must be 0..10000000",
+                     (long long)us);
+  *ns = (uint64_t)us * 1000u;
+  return ccoSuccess;
+}
+
+static inline void cco_idle_init(cco_idle* s, uint64_t maxSpinNs, uint64_t now) {
+  s->idleSince = now;
+  s->spinNs = CCO_IDLE_YIELD_NS;
+  s->maxSpinNs = maxSpinNs;
+  s->naps = s->napWakes = 0;
+  s->napped = false;
+}
+
+/* Whether the thread is past its window, so that its next idle step naps. */
+static inline bool cco_idle_past_window(const cco_idle* s, uint64_t now) { return now - s->idleSince >= s->spinNs; }
+
+/* The thread found work at `now`. */
+static inline void cco_idle_work(cco_idle* s, uint64_t now) {
+  uint64_t gap = now - s->idleSince;
+  if (s->napped) s->napWakes++;
+  if (gap > s->spinNs) { /* it napped during this gap */
+    uint64_t wide = 2 * gap;
+    s->spinNs = gap < s->maxSpinNs ? (wide < s->maxSpinNs ? wide : s->maxSpinNs) : CCO_IDLE_YIELD_NS;
+  }
+  s->idleSince = now;
+  s->napped = false;
+}
+
+/* Something the thread waits for is still running (copies on its streams):
+ * not work, but the thread stays awake for half a window more. */
+static inline void cco_idle_keep_awake(cco_idle* s, uint64_t now) { s->idleSince = now - s->spinNs / 2; }
+
+/* One idle step: yield inside the window, nap past it (20 us, longNapNs
+ * after 10 ms of quiet). */
+static inline void cco_idle_step(cco_idle* s, uint64_t now, long longNapNs) {
+  uint64_t idleNs = now - s->idleSince;
+  if (idleNs < s->spinNs) {
+    sched_yield();
+    s->napped = false;
+    return;
+  }
+  struct timespec nap = {0, idleNs < 10000000 ? 20000 : longNapNs};
+  nanosleep(&nap, NULL);
+  s->naps++;
+  s->napped = true;
 }
 
 #endif /* CCO_BASE_CLOCK_H_ */

@@ -88,7 +88,11 @@ typedef struct {
   uint32_t lsaSize;
   uint64_t queues;        /* device address of ccoSdmaQueueDev[lsaSize][queueCount] */
   uint64_t signalsOffset; /* in the resource window: uint64_t[lsaSize (source)][queueCount] */
-  uint64_t reserved[5];
+  /* 1: a post orders the data before its descriptor with a GPU-scope fence
+   * instead of a system-scope one (CCO_SDMA_POST_FENCE, docs/sdma.md). */
+  uint32_t postFenceGpu;
+  uint32_t pad;
+  uint64_t reserved[4];
 } ccoSdmaDev;
 
 #ifdef __cplusplus

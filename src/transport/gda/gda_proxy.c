@@ -392,7 +392,9 @@ static bool stop_now(cco_gda_proxy* px, bool failed) {
 static void* proxy_main(void* arg) {
   cco_gda_proxy* px = arg;
   cco_platform_background_thread_start(px->ctx->platform, CCO_SUBSYS_GDA, "GDA proxy", px->ctx->rank);
-  uint64_t idleSince = cco_now_ns(), lastEngine = 0;
+  uint64_t lastEngine = 0, busyPasses = 0;
+  cco_idle idle;
+  cco_idle_init(&idle, px->spinMaxNs, cco_now_ns());
   bool engineBusy = true;
   bool failed = false;
   for (;;) {
@@ -432,18 +434,24 @@ static void* proxy_main(void* arg) {
                ccoGetErrorString(failure));
       px->ctx->fail(px->ctx->owner, failure);
     }
+    uint64_t now = cco_now_ns();
     if (work) {
-      idleSince = cco_now_ns();
+      busyPasses++;
+      cco_idle_work(&idle, now);
       continue;
     }
     /* The engine is still progressed on every pass, so peers' transfers
      * move while this side naps. */
-    cco_idle_wait(cco_now_ns() - idleSince, 100000);
+    cco_idle_step(&idle, now, 100000);
   }
+  CCO_INFO(PROXY, "rank %d: GDA proxy profile: %llu passes with work, %llu naps, %llu of them ended by work; "
+           "spin window %.0f us at the end", px->rank, (unsigned long long)busyPasses, (unsigned long long)idle.naps,
+           (unsigned long long)idle.napWakes, (double)idle.spinNs * 1e-3);
   return NULL;
 }
 
 ccoResult_t cco_gda_proxy_start(cco_gda_proxy* px) {
+  CCO_CHECK(cco_progress_spin_max(px->ctx->err, &px->spinMaxNs));
   atomic_init(&px->stop, false);
   atomic_init(&px->drainUntil, 0);
   if (pthread_create(&px->thread, NULL, proxy_main, px) != 0)

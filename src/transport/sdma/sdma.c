@@ -65,7 +65,14 @@ struct cco_sdma_engine {
   void* streams[CCO_SDMA_MAX_STREAMS];
   ccoResult_t failure; /* found under `lock`, reported after it is dropped */
   bool lazyCompletion; /* CCO_SDMA_LAZY_COMPLETION */
+  uint64_t spinMaxNs;  /* CCO_PROGRESS_SPIN_MAX_US */
   atomic_bool stop;
+  /* The profile, logged at INFO when the engine stops (docs/sdma.md). */
+  struct {
+    uint64_t passes, descriptors, copies, completionWrites;
+    uint64_t copyNs, writeNs; /* time in the two driver calls */
+    uint64_t maxPass;
+  } prof;
 };
 
 bool cco_sdma_enabled(void) { return cco_env_bool(CCO_ENV_ID_CCO_ENABLE_SDMA); }
@@ -128,7 +135,14 @@ static ccoResult_t issue_pass(cco_sdma_engine* e, ring* r, const descriptor* d, 
     }
     if (d[i].flags & CCO_SDMA_FLAG_REMOTE_SIGNAL) signalled++;
   }
+  uint64_t t0 = cco_now_ns();
   if (copies) CCO_CHECK(p->ops->copy_batch_async(p, r->stream, copies, dsts, srcs, sizes));
+  uint64_t t1 = cco_now_ns();
+  e->prof.copyNs += t1 - t0;
+  e->prof.passes++;
+  e->prof.descriptors += (uint64_t)n;
+  e->prof.copies += copies;
+  if ((uint64_t)n > e->prof.maxPass) e->prof.maxPass = (uint64_t)n;
   r->completed += (uint64_t)n;
   uint64_t addrs[2], values[2];
   unsigned writes = 0;
@@ -142,6 +156,8 @@ static ccoResult_t issue_pass(cco_sdma_engine* e, ring* r, const descriptor* d, 
     values[writes++] = r->completed;
   }
   if (writes) CCO_CHECK(p->ops->write_values_async(p, r->stream, writes, addrs, values));
+  e->prof.writeNs += cco_now_ns() - t1;
+  e->prof.completionWrites += complete;
   r->signalled = signalled;
   if (complete) r->completedWritten = r->completed;
   return ccoSuccess;
@@ -150,7 +166,10 @@ static ccoResult_t issue_pass(cco_sdma_engine* e, ring* r, const descriptor* d, 
 /* The completion count alone, behind every copy issued on the ring. */
 static ccoResult_t write_completion(cco_sdma_engine* e, ring* r) {
   cco_platform* p = e->t->ctx->platform;
+  uint64_t t0 = cco_now_ns();
   CCO_CHECK(p->ops->write_values_async(p, r->stream, 1, &r->completedDev, &r->completed));
+  e->prof.writeNs += cco_now_ns() - t0;
+  e->prof.completionWrites++;
   r->completedWritten = r->completed;
   return ccoSuccess;
 }
@@ -233,13 +252,27 @@ static bool streams_busy(cco_sdma_engine* e) {
   return false;
 }
 
+static void log_profile(const cco_sdma_engine* e, const cco_idle* idle) {
+  const double passes = e->prof.passes ? (double)e->prof.passes : 1.0;
+  CCO_INFO(SDMA,
+           "rank %d: SDMA engine profile: %llu passes, %llu descriptors (%.2f per pass, at most %llu), "
+           "%llu copies; copy issue %.2f us per pass, stream writes %llu (%.2f us per pass); "
+           "%llu naps, %llu of them ended by work; spin window %.0f us at the end",
+           e->t->ctx->rank, (unsigned long long)e->prof.passes, (unsigned long long)e->prof.descriptors,
+           (double)e->prof.descriptors / passes, (unsigned long long)e->prof.maxPass,
+           (unsigned long long)e->prof.copies, (double)e->prof.copyNs * 1e-3 / passes,
+           (unsigned long long)e->prof.completionWrites, (double)e->prof.writeNs * 1e-3 / passes,
+           (unsigned long long)idle->naps, (unsigned long long)idle->napWakes, (double)idle->spinNs * 1e-3);
+}
+
 static void* engine_main(void* arg) {
   cco_sdma_engine* e = arg;
   cco_platform_background_thread_start(e->t->ctx->platform, CCO_SUBSYS_SDMA, "SDMA engine", e->t->ctx->rank);
-  uint64_t idleSince = cco_now_ns();
+  cco_idle idle;
+  cco_idle_init(&idle, e->spinMaxNs, cco_now_ns());
   while (!atomic_load(&e->stop)) {
     int work = 0;
-    bool napsNext = cco_now_ns() - idleSince >= CCO_IDLE_YIELD_NS; /* if this scan finds nothing */
+    bool napsNext = cco_idle_past_window(&idle, cco_now_ns()); /* if this scan finds nothing */
     pthread_mutex_lock(&e->lock);
     for (cco_sdma_state* st = e->states; st; st = st->next)
       for (int i = 0; i < st->nRings; i++) work += drain(e, st, &st->rings[i]);
@@ -250,18 +283,19 @@ static void* engine_main(void* arg) {
     /* Outside the engine lock: failing the communicator takes the memory
      * lock, which destroy holds while it takes the engine lock. */
     if (failure != ccoSuccess) e->t->ctx->fail(e->t->ctx->owner, failure);
+    uint64_t now = cco_now_ns();
     if (work) {
-      idleSince = cco_now_ns();
+      cco_idle_work(&idle, now);
       continue;
     }
     /* Copies still running are not quiet: the kernel that waits for them
      * posts its next burst right after, which an engine that started
      * napping when it issued them would pick up a nap late. Asked only when
-     * the engine is about to nap, so at most once per half yield window. */
-    uint64_t now = cco_now_ns();
-    if (now - idleSince >= CCO_IDLE_YIELD_NS && streams_busy(e)) idleSince = now - CCO_IDLE_YIELD_NS / 2;
-    cco_idle_wait(now - idleSince, 200000);
+     * the engine is about to nap, so at most once per half window. */
+    if (cco_idle_past_window(&idle, now) && streams_busy(e)) cco_idle_keep_awake(&idle, now);
+    cco_idle_step(&idle, now, 200000);
   }
+  log_profile(e, &idle);
   return NULL;
 }
 
@@ -275,11 +309,12 @@ static ccoResult_t engine_get(cco_sdma_transport* t, cco_sdma_engine** out) {
     } else {
       e->t = t;
       e->lazyCompletion = cco_env_bool(CCO_ENV_ID_CCO_SDMA_LAZY_COMPLETION);
+      res = cco_progress_spin_max(t->ctx->err, &e->spinMaxNs);
       pthread_mutex_init(&e->lock, NULL);
       atomic_init(&e->stop, false);
       cco_platform* p = t->ctx->platform;
       int want = (int)cco_env_int(CCO_ENV_ID_CCO_SDMA_STREAMS);
-      if (want < 1 || want > CCO_SDMA_MAX_STREAMS)
+      if (res == ccoSuccess && (want < 1 || want > CCO_SDMA_MAX_STREAMS))
         res = cco_error(t->ctx->err, ccoInvalidArgument, CCO_SUBSYS_SDMA,
                         "CCO_SDMA_STREAMS=%d: must be 1..%d", want, CCO_SDMA_MAX_STREAMS);
       for (int i = 0; res == ccoSuccess && i < want; i++) {
@@ -374,6 +409,7 @@ ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64
   dev.lsaSize = (uint32_t)lsaSize;
   dev.queues = (uint64_t)(uintptr_t)st->queuesDev;
   dev.signalsOffset = signalsOffset;
+  dev.postFenceGpu = cco_env_enum(CCO_ENV_ID_CCO_SDMA_POST_FENCE) == 1; /* "sys,gpu" */
   if (res == ccoSuccess) res = p->ops->desc_alloc(p, sizeof(dev), &st->dev);
   if (res == ccoSuccess) res = p->ops->copy_to_device(p, st->dev, &dev, sizeof(dev));
   free(table);

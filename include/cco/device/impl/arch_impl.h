@@ -124,11 +124,11 @@ CCO_DEVICE_INLINE void cco_impl_st_relaxed_u32(uint32_t* p, uint32_t v) {
  * MPS), GPU scope orders enough and a round trip costs 0.6 us instead of
  * 0.9 us (H200); peers on other GPUs need system scope. */
 #if CCO_ARCH_GPU
-#define CCO_IMPL_SCOPED_LD_(name, type, cons, width)                                             \
+#define CCO_IMPL_SCOPED_LD_(name, type, cons, width, sem, hostOrder)                             \
   CCO_DEVICE_INLINE type name(const type* p, int gpuScope) {                                     \
     type v;                                                                                      \
-    if (gpuScope) __asm__ volatile("ld.acquire.gpu." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory"); \
-    else __asm__ volatile("ld.acquire.sys." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory");          \
+    if (gpuScope) __asm__ volatile("ld." sem ".gpu." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory"); \
+    else __asm__ volatile("ld." sem ".sys." width " %0, [%1];" : "=" cons(v) : "l"(p) : "memory");          \
     return v;                                                                                    \
   }
 /* A store with PTX semantic `sem` on the GPU and memory order `hostOrder`
@@ -140,8 +140,8 @@ CCO_DEVICE_INLINE void cco_impl_st_relaxed_u32(uint32_t* p, uint32_t v) {
     else __asm__ volatile("st." sem ".sys." width " [%0], %1;" ::"l"(p), cons(v) : "memory");          \
   }
 #else
-#define CCO_IMPL_SCOPED_LD_(name, type, cons, width) \
-  CCO_DEVICE_INLINE type name(const type* p, int gpuScope) { (void)gpuScope; return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+#define CCO_IMPL_SCOPED_LD_(name, type, cons, width, sem, hostOrder) \
+  CCO_DEVICE_INLINE type name(const type* p, int gpuScope) { (void)gpuScope; return __atomic_load_n(p, hostOrder); }
 #define CCO_IMPL_SCOPED_ST_(name, type, cons, width, sem, hostOrder) \
   CCO_DEVICE_INLINE void name(type* p, type v, int gpuScope) { (void)gpuScope; __atomic_store_n(p, v, hostOrder); }
 #endif
@@ -150,8 +150,13 @@ CCO_DEVICE_INLINE void cco_impl_st_relaxed_u32(uint32_t* p, uint32_t v) {
  * fence is a MEMBAR that costs a third of a microsecond (H100, 2026-12-06:
  * the relaxed ping-pong took 0.64 us against NVSHMEM's 0.33, the release
  * one 1.05), while an acquire load adds no fence to the poll. */
-CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u32, uint32_t, "r", "u32")
-CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u64, uint64_t, "l", "u64")
+CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u32, uint32_t, "r", "u32", "acquire", __ATOMIC_ACQUIRE)
+CCO_IMPL_SCOPED_LD_(cco_impl_ld_acquire_scoped_u64, uint64_t, "l", "u64", "acquire", __ATOMIC_ACQUIRE)
+/* A load that a fence after it orders before the stores that follow (a
+ * cached credit count before the slot's words): relaxed on the GPU, an
+ * acquire on the host platform, where that fence is nothing (as for the
+ * stores after a fence below). */
+CCO_IMPL_SCOPED_LD_(cco_impl_ld_before_fence_scoped_u64, uint64_t, "l", "u64", "relaxed", __ATOMIC_ACQUIRE)
 CCO_IMPL_SCOPED_ST_(cco_impl_st_release_scoped_u32, uint32_t, "r", "u32", "release", __ATOMIC_RELEASE)
 CCO_IMPL_SCOPED_ST_(cco_impl_st_release_scoped_u64, uint64_t, "l", "u64", "release", __ATOMIC_RELEASE)
 /* Relaxed, at the LSA scope: signals that order nothing before them. */

@@ -49,7 +49,8 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int pe
    * when that copy says the ring is full. A stale (lower) copy only costs
    * an extra host read. */
   uint64_t* cached = (uint64_t*)(uintptr_t)(q->tail + CCO_SDMA_CACHED_HEAD_OFFSET);
-  if (ticket - cco_impl_ld_acquire_u64(cached) >= CCO_SDMA_DEPTH) {
+  /* The fence below orders this read before the slot's stores. */
+  if (ticket - cco_impl_ld_before_fence_scoped_u64(cached, 1) >= CCO_SDMA_DEPTH) {
     const uint64_t* head = (const uint64_t*)(uintptr_t)q->head;
     uint64_t h;
     for (uint32_t spins = 0; ticket - (h = cco_impl_ld_acquire_u64(head)) >= CCO_SDMA_DEPTH; spins++) {
@@ -63,7 +64,7 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int pe
    * (and the last post's words, long gone); a release store after the words
    * waited for the words themselves to cross the bus. Each word carries
    * the tag, so their order does not matter. */
-  cco_impl_release_fence_scoped(0);
+  cco_impl_release_fence_scoped((int)cco_impl_sdma_state(dc)->postFenceGpu);
   /* In the order of the CCO_SDMA_WORD_* indices (no designated initializers:
    * this header is also compiled as C++). */
   const uint32_t payload[CCO_SDMA_WORDS_USED] = {(uint32_t)dst,         (uint32_t)(dst >> 32),  (uint32_t)src,
