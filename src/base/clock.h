@@ -31,17 +31,21 @@ static inline void cco_background_thread_init(void) { (void)prctl(PR_SET_TIMERSL
 /* How long after its last work a background thread only yields, at least. */
 #define CCO_IDLE_YIELD_NS 200000u
 
+/* A nap idleNs after the last work: 20 us, and after 10 ms of quiet
+ * longNapNs (a quiet communicator should not cost a core). */
+static inline void cco_idle_nap(uint64_t idleNs, long longNapNs) {
+  struct timespec nap = {0, idleNs < 10000000 ? 20000 : longNapNs};
+  nanosleep(&nap, NULL);
+}
+
 /* One idle step, idleNs after the last work: yield for the first 200 us
- * (work that follows work comes soon, and latency matters), then nap 20 us,
- * and after 10 ms of quiet nap longNapNs (a quiet communicator should not
- * cost a core). */
+ * (work that follows work comes soon, and latency matters), then nap. */
 static inline void cco_idle_wait(uint64_t idleNs, long longNapNs) {
   if (idleNs < CCO_IDLE_YIELD_NS) {
     sched_yield();
     return;
   }
-  struct timespec nap = {0, idleNs < 10000000 ? 20000 : longNapNs};
-  nanosleep(&nap, NULL);
+  cco_idle_nap(idleNs, longNapNs);
 }
 
 /*
@@ -112,8 +116,7 @@ static inline void cco_idle_step(cco_idle* s, uint64_t now, long longNapNs) {
     s->napped = false;
     return;
   }
-  struct timespec nap = {0, idleNs < 10000000 ? 20000 : longNapNs};
-  nanosleep(&nap, NULL);
+  cco_idle_nap(idleNs, longNapNs);
   s->naps++;
   s->napped = true;
 }

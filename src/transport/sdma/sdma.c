@@ -256,7 +256,7 @@ static void log_profile(const cco_sdma_engine* e, const cco_idle* idle) {
   const double passes = e->prof.passes ? (double)e->prof.passes : 1.0;
   CCO_INFO(SDMA,
            "rank %d: SDMA engine profile: %llu passes, %llu descriptors (%.2f per pass, at most %llu), "
-           "%llu copies; copy issue %.2f us per pass, stream writes %llu (%.2f us per pass); "
+           "%llu copies; copy issue %.2f us per pass, %llu completion writes, stream writes %.2f us per pass; "
            "%llu naps, %llu of them ended by work; spin window %.0f us at the end",
            e->t->ctx->rank, (unsigned long long)e->prof.passes, (unsigned long long)e->prof.descriptors,
            (double)e->prof.descriptors / passes, (unsigned long long)e->prof.maxPass,
