@@ -16,6 +16,9 @@
 //    of a flag, the kernel sees the flag.
 // 3. issue (op sdma_issue_interval): one thread posts -n (4096) 1 KiB puts
 //    on one queue without signals and then waits for them; time per put.
+//    Next to the host's own issue rate of the same copies on one stream, the
+//    floor of any engine the host drives: cudaMemcpyAsync one at a time, and
+//    cudaMemcpyBatchAsync 16 at a time (about one engine pass).
 // 4. overlap (op sdma_overlap): a compute-bound kernel (FMA chains, one
 //    block per SM) alone, then while SDMA moves 1 GiB into the peer's
 //    window, then while an SM copy kernel (the LSA path) moves the same
@@ -28,6 +31,9 @@
 #include "cco/cco_sdma.h"
 
 static ccoComm* comm;
+// The scope a post's fence has in this run (ccoSdmaDev.postFenceGpu, read
+// back from the device), a field of every line.
+static const char* g_postFence = "unknown";
 static const char* const kOps[] = {"put", "latency", "issue", "overlap", NULL};
 static const size_t kOverlapBytes = 1u << 30;
 
@@ -182,6 +188,7 @@ static void bench_put(const bench_sweep* sw, int trials, int warmup, int size, c
       bench_line_start(&l, "sdma", "sdma_put", (long long)bytes, size, trials);
       bench_line_str(&l, "burst", c == 0 ? "8" : "deep");
       bench_line_int(&l, "puts_in_flight", count);
+      bench_line_str(&l, "post_fence", g_postFence);
       bench_line_emit(&l, "GBps", (double)bytes * count / (sMs * 1e-3) / 1e9, NULL);
       bench_line_emit(&l, "GBps", (double)bytes * count / (rMs * 1e-3) / 1e9, "cudaMemcpyAsync");
     }
@@ -192,8 +199,40 @@ static void bench_put(const bench_sweep* sw, int trials, int warmup, int size, c
   cudaEventDestroy(e1);
 }
 
-static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, size_t dstOff, int* status,
-                        cudaStream_t st) {
+// Host-issued copies of `bytes` into peerDst + (i % 64) * bytes, as the
+// issue kernel's puts, `batch` per call (1: cudaMemcpyAsync); the stream's
+// time per copy (the host issues slower than the copies run).
+static double host_issue_us(int count, int batch, size_t bytes, void* peerDst, const void* local, cudaStream_t st,
+                            cudaEvent_t e0, cudaEvent_t e1) {
+  enum { kMaxBatch = 64 };
+  void* dsts[kMaxBatch];
+  const void* srcs[kMaxBatch];
+  size_t sizes[kMaxBatch];
+  cudaMemcpyAttributes attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  size_t attrIdx = 0;
+  CUDA_OK(cudaEventRecord(e0, st));
+  for (int i = 0; i < count; i += batch) {
+    int n = count - i < batch ? count - i : batch;
+    if (batch == 1) {
+      CUDA_OK(cudaMemcpyAsync((char*)peerDst + (size_t)(i % 64) * bytes, local, bytes, cudaMemcpyDeviceToDevice, st));
+      continue;
+    }
+    for (int j = 0; j < n; j++) {
+      dsts[j] = (char*)peerDst + (size_t)((i + j) % 64) * bytes;
+      srcs[j] = local;
+      sizes[j] = bytes;
+    }
+    CUDA_OK(cudaMemcpyBatchAsync(dsts, srcs, sizes, (size_t)n, &attr, &attrIdx, 1, st));
+  }
+  CUDA_OK(cudaEventRecord(e1, st));
+  CUDA_OK(cudaEventSynchronize(e1));
+  return bench_elapsed_ms(e0, e1) * 1e3 / count;
+}
+
+static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, void* local, void* peerDst,
+                        size_t dstOff, int* status, cudaStream_t st) {
   const int trials = 5;
   double ms[trials], postUs[trials], drainUs[trials];
   int host = 0, bad = 0;
@@ -223,7 +262,17 @@ static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, siz
   // last post for the copies still queued behind the engine.
   bench_line_num(&l, "post_us_per_put", bench_median(postUs, trials));
   bench_line_num(&l, "quiet_after_posts_us", bench_median(drainUs, trials));
+  bench_line_str(&l, "post_fence", g_postFence);
   bench_line_emit(&l, "us", bench_median(ms, trials) * 1e3 / count, NULL);
+  const int batches[2] = {1, 16};
+  const char* refs[2] = {"host_cudaMemcpyAsync", "host_cudaMemcpyBatchAsync_16"};
+  for (int b = 0; b < 2; b++) {
+    double us[trials];
+    for (int t = 0; t < trials; t++) us[t] = host_issue_us(count, batches[b], 1024, peerDst, local, st, e0, e1);
+    bench_line_start(&l, "sdma", "sdma_issue_interval", 1024, size, count);
+    bench_line_int(&l, "trials", trials);
+    bench_line_emit(&l, "us", bench_median(us, trials), refs[b]);
+  }
   cudaFree(times);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
@@ -299,6 +348,7 @@ static void bench_latency(int iters, int lsaRank, int size, ccoDevComm dc, ccoWi
     bench_line l;
     bench_line_start(&l, "sdma", "sdma_latency", 1024, size, iters);
     bench_line_int(&l, "bad_status", host);
+    bench_line_str(&l, "post_fence", g_postFence);
     bench_line_emit(&l, "us", halfRtt, NULL);
     bench_line_start(&l, "sdma", "sdma_latency", 1024, size, iters);
     bench_line_emit(&l, "us", floorUs, "naive_floor");
@@ -339,6 +389,9 @@ int main(int argc, char** argv) {
   reqs.gdaConnectionType = ccoGdaConnectionNone;
   ccoDevComm dc;
   CCO_OK(ccoDevCommCreate(comm, &reqs, &dc));
+  ccoSdmaDev sd;
+  CUDA_OK(cudaMemcpy(&sd, (const void*)(uintptr_t)dc.sdma, sizeof(sd), cudaMemcpyDeviceToHost));
+  g_postFence = sd.postFenceGpu ? "gpu" : "sys";
   // Sources in the first half of the window, destinations in the second.
   const size_t half = sw.max > kOverlapBytes ? sw.max : kOverlapBytes;
   ccoWindow_t win;
@@ -358,7 +411,8 @@ int main(int argc, char** argv) {
     if (bench_args_want(&a, "put"))
       bench_put(&sw, (int)bench_args_iters(&a, 5), (int)bench_args_warmup(&a, 0), size, dc, win, local, peerDst, half,
                 status, st);
-    if (bench_args_want(&a, "issue")) bench_issue((int)bench_args_iters(&a, 4096), size, dc, win, half, status, st);
+    if (bench_args_want(&a, "issue"))
+      bench_issue((int)bench_args_iters(&a, 4096), size, dc, win, local, peerDst, half, status, st);
     if (bench_args_want(&a, "overlap"))
       bench_overlap((int)bench_args_iters(&a, 5), size, dc, win, local, peerDst, half, status, st);
   }

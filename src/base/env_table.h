@@ -49,9 +49,9 @@
   X(CCO_SDMA_LAZY_COMPLETION, NULL, BOOL, "1", SDMA, NULL,                                  \
     "1 has the SDMA engine write a ring's completion count only when a kernel waits for "  \
     "it (ccoSdmaQuiet) or before it naps; 0 writes it after every pass")                   \
-  X(CCO_SDMA_POST_FENCE, NULL, ENUM, "sys", SDMA, "sys,gpu",                               \
-    "scope of the fence that orders a kernel's data before its SDMA descriptor: sys, or "  \
-    "gpu (the copy engine reads the data through this GPU's memory; docs/sdma.md)")        \
+  X(CCO_SDMA_POST_FENCE, NULL, ENUM, "auto", SDMA, "auto,sys,gpu",                         \
+    "scope of the fence that orders a kernel's data before its SDMA descriptor: auto (gpu " \
+    "when every LSA peer is this GPU, else sys), sys, or gpu (docs/sdma.md)")              \
   X(CCO_PROGRESS_SPIN_MAX_US, NULL, INT, "5000", PROXY, NULL,                              \
     "longest window (us) in which the SDMA engine and the GDA proxy yield instead of "     \
     "napping after their last work; the window follows the gaps between bursts up to "     \

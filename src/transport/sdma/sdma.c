@@ -363,7 +363,8 @@ static void free_state(cco_sdma_transport* t, cco_sdma_state* st) {
 }
 
 ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64_t resourceBase,
-                                  uint64_t signalsOffset, cco_sdma_state** out, uint64_t* devAddr) {
+                                  uint64_t signalsOffset, bool oneDevice, cco_sdma_state** out,
+                                  uint64_t* devAddr) {
   cco_platform* p = t->ctx->platform;
   int lsaSize = t->ctx->mem->lsaSize, me = t->ctx->mem->lsaRank;
   cco_sdma_state* st = calloc(1, sizeof(*st));
@@ -409,7 +410,13 @@ ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64
   dev.lsaSize = (uint32_t)lsaSize;
   dev.queues = (uint64_t)(uintptr_t)st->queuesDev;
   dev.signalsOffset = signalsOffset;
-  dev.postFenceGpu = cco_env_enum(CCO_ENV_ID_CCO_SDMA_POST_FENCE) == 1; /* "sys,gpu" */
+  /* "auto,sys,gpu". With every LSA peer on this GPU the whole flat VA is
+   * this GPU's memory, which its copy engines read through the same L2 a
+   * GPU-scope fence publishes to (the rule of the LSA signals' scope);
+   * with peers on other GPUs a source or an earlier store may sit behind
+   * NVLink, and only a system fence covers it. */
+  int fence = (int)cco_env_enum(CCO_ENV_ID_CCO_SDMA_POST_FENCE);
+  dev.postFenceGpu = fence == 2 || (fence == 0 && oneDevice);
   if (res == ccoSuccess) res = p->ops->desc_alloc(p, sizeof(dev), &st->dev);
   if (res == ccoSuccess) res = p->ops->copy_to_device(p, st->dev, &dev, sizeof(dev));
   free(table);
@@ -423,8 +430,8 @@ ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64
   pthread_mutex_unlock(&e->lock);
   *out = st;
   *devAddr = (uint64_t)(uintptr_t)st->dev;
-  CCO_INFO(SDMA, "rank %d: %d SDMA rings (%u queues x %d LSA peers) of %d slots", t->ctx->rank,
-           st->nRings, queues, lsaSize, CCO_SDMA_DEPTH);
+  CCO_INFO(SDMA, "rank %d: %d SDMA rings (%u queues x %d LSA peers) of %d slots, posts fenced at %s scope",
+           t->ctx->rank, st->nRings, queues, lsaSize, CCO_SDMA_DEPTH, dev.postFenceGpu ? "GPU" : "system");
   return ccoSuccess;
 }
 

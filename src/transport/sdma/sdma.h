@@ -40,9 +40,12 @@ size_t cco_sdma_signal_bytes(int lsaSize, uint32_t queues);
 /* Builds the rings of a device communicator whose resource window starts
  * at resourceBase (LSA rank 0's copy) with its signal slots at
  * signalsOffset, registers them with the engine (started on first use), and
- * returns the device address of its ccoSdmaDev. */
+ * returns the device address of its ccoSdmaDev. oneDevice: every LSA peer
+ * is this GPU (ccoDevComm.lsaScopeGpu), which lets CCO_SDMA_POST_FENCE=auto
+ * order posts at GPU scope. */
 ccoResult_t cco_sdma_state_create(cco_sdma_transport* t, uint32_t queues, uint64_t resourceBase,
-                                  uint64_t signalsOffset, cco_sdma_state** state, uint64_t* devAddr);
+                                  uint64_t signalsOffset, bool oneDevice, cco_sdma_state** state,
+                                  uint64_t* devAddr);
 /* Unregisters and frees (the engine no longer touches it on return). */
 void cco_sdma_state_destroy(cco_sdma_transport* t, cco_sdma_state* state);
 

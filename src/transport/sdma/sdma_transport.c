@@ -31,8 +31,9 @@ static ccoResult_t sdma_devcomm_create(void* state, const cco_devcomm_setup* set
   *devState = NULL;
   if (!queues) return ccoSuccess;
   cco_sdma_state* st = NULL;
-  CCO_CHECK(cco_sdma_state_create(state, queues, setup->resourceBase, setup->resourceOffset, &st,
-                                  &dc->sdma));
+  /* The LSA transport came first and set the scope of this GPU's peers. */
+  CCO_CHECK(cco_sdma_state_create(state, queues, setup->resourceBase, setup->resourceOffset,
+                                  dc->lsaScopeGpu != 0, &st, &dc->sdma));
   *devState = st;
   return ccoSuccess;
 }
