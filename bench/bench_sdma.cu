@@ -200,10 +200,12 @@ static void bench_put(const bench_sweep* sw, int trials, int warmup, int size, c
 }
 
 // Host-issued copies of `bytes` into peerDst + (i % 64) * bytes, as the
-// issue kernel's puts, `batch` per call (1: cudaMemcpyAsync); the stream's
-// time per copy (the host issues slower than the copies run).
-static double host_issue_us(int count, int batch, size_t bytes, void* peerDst, const void* local, cudaStream_t st,
-                            cudaEvent_t e0, cudaEvent_t e1) {
+// issue kernel's puts, `batch` per call (1: cudaMemcpyAsync), the calls
+// spread round-robin over `nSide` side streams (0: all on st) and joined
+// back into st; the stream's time per copy (the host issues slower than
+// the copies run, unless the copy engine is the limit).
+static double host_issue_us(int count, int batch, int nSide, cudaStream_t* side, size_t bytes, void* peerDst,
+                            const void* local, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, cudaEvent_t* joins) {
   enum { kMaxBatch = 64 };
   void* dsts[kMaxBatch];
   const void* srcs[kMaxBatch];
@@ -213,10 +215,12 @@ static double host_issue_us(int count, int batch, size_t bytes, void* peerDst, c
   attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
   size_t attrIdx = 0;
   CUDA_OK(cudaEventRecord(e0, st));
-  for (int i = 0; i < count; i += batch) {
+  for (int k = 0; k < nSide; k++) CUDA_OK(cudaStreamWaitEvent(side[k], e0, 0));
+  for (int i = 0, call = 0; i < count; i += batch, call++) {
     int n = count - i < batch ? count - i : batch;
+    cudaStream_t on = nSide ? side[call % nSide] : st;
     if (batch == 1) {
-      CUDA_OK(cudaMemcpyAsync((char*)peerDst + (size_t)(i % 64) * bytes, local, bytes, cudaMemcpyDeviceToDevice, st));
+      CUDA_OK(cudaMemcpyAsync((char*)peerDst + (size_t)(i % 64) * bytes, local, bytes, cudaMemcpyDeviceToDevice, on));
       continue;
     }
     for (int j = 0; j < n; j++) {
@@ -224,7 +228,11 @@ static double host_issue_us(int count, int batch, size_t bytes, void* peerDst, c
       srcs[j] = local;
       sizes[j] = bytes;
     }
-    CUDA_OK(cudaMemcpyBatchAsync(dsts, srcs, sizes, (size_t)n, &attr, &attrIdx, 1, st));
+    CUDA_OK(cudaMemcpyBatchAsync(dsts, srcs, sizes, (size_t)n, &attr, &attrIdx, 1, on));
+  }
+  for (int k = 0; k < nSide; k++) {
+    CUDA_OK(cudaEventRecord(joins[k], side[k]));
+    CUDA_OK(cudaStreamWaitEvent(st, joins[k], 0));
   }
   CUDA_OK(cudaEventRecord(e1, st));
   CUDA_OK(cudaEventSynchronize(e1));
@@ -264,14 +272,28 @@ static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, voi
   bench_line_num(&l, "quiet_after_posts_us", bench_median(drainUs, trials));
   bench_line_str(&l, "post_fence", g_postFence);
   bench_line_emit(&l, "us", bench_median(ms, trials) * 1e3 / count, NULL);
-  const int batches[2] = {1, 16};
-  const char* refs[2] = {"host_cudaMemcpyAsync", "host_cudaMemcpyBatchAsync_16"};
-  for (int b = 0; b < 2; b++) {
+  // The copy engine's own pace: the same batches spread over 4 streams.
+  enum { kSide = 4 };
+  cudaStream_t side[kSide];
+  cudaEvent_t joins[kSide];
+  for (int k = 0; k < kSide; k++) {
+    CUDA_OK(cudaStreamCreateWithFlags(&side[k], cudaStreamNonBlocking));
+    CUDA_OK(cudaEventCreateWithFlags(&joins[k], cudaEventDisableTiming));
+  }
+  const int batches[3] = {1, 16, 16}, sides[3] = {0, 0, kSide};
+  const char* refs[3] = {"host_cudaMemcpyAsync", "host_cudaMemcpyBatchAsync_16",
+                         "host_cudaMemcpyBatchAsync_16_4streams"};
+  for (int b = 0; b < 3; b++) {
     double us[trials];
-    for (int t = 0; t < trials; t++) us[t] = host_issue_us(count, batches[b], 1024, peerDst, local, st, e0, e1);
+    for (int t = 0; t < trials; t++)
+      us[t] = host_issue_us(count, batches[b], sides[b], side, 1024, peerDst, local, st, e0, e1, joins);
     bench_line_start(&l, "sdma", "sdma_issue_interval", 1024, size, count);
     bench_line_int(&l, "trials", trials);
     bench_line_emit(&l, "us", bench_median(us, trials), refs[b]);
+  }
+  for (int k = 0; k < kSide; k++) {
+    cudaStreamDestroy(side[k]);
+    cudaEventDestroy(joins[k]);
   }
   cudaFree(times);
   cudaEventDestroy(e0);
