@@ -5,7 +5,8 @@
 // 1. put (op sdma_put): rank 0's kernel posts N puts of S bytes to rank 1 on
 //    one queue and waits for them (ccoSdmaQuietQueue), next to
 //    cudaMemcpyAsync of the same N x S into the same peer window from the
-//    host, same run. N = 8 (burst "8"), and N = a stream deep enough to move
+//    host, same run, and to the same N copies in one cudaMemcpyBatchAsync
+//    (the engine's call). N = 8 (burst "8"), and N = a stream deep enough to move
 //    512 MiB (at most 256, the ring depth; burst "deep"): the first shows the
 //    fixed cost, the second the rate. Medians of -n trials (5) after -w (0).
 // 2. latency (op sdma_latency): ping-pong of 1 KiB signalled puts between
@@ -162,6 +163,16 @@ static void bench_put(const bench_sweep* sw, int trials, int warmup, int size, c
   CUDA_OK(cudaEventCreate(&e1));
   double* sdma = (double*)calloc((size_t)trials, sizeof(double));
   double* ref = (double*)calloc((size_t)trials, sizeof(double));
+  double* refBatch = (double*)calloc((size_t)trials, sizeof(double));
+  // The engine's own call, from the host: the whole burst in one
+  // cudaMemcpyBatchAsync (at most 256 copies, the ring's depth).
+  void* dsts[256];
+  const void* srcs[256];
+  size_t sizes[256];
+  cudaMemcpyAttributes attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  size_t attrIdx = 0;
   for (unsigned long long bytes = sw->min; bytes; bytes = bench_sweep_next(sw, bytes)) {
     size_t deep = (512u << 20) / bytes;
     int counts[2] = {8, (int)(deep < 8 ? 8 : deep > 256 ? 256 : deep)};
@@ -182,8 +193,19 @@ static void bench_put(const bench_sweep* sw, int trials, int warmup, int size, c
         CUDA_OK(cudaEventRecord(e1, st));
         CUDA_OK(cudaEventSynchronize(e1));
         if (t >= 0) ref[t] = bench_elapsed_ms(e0, e1);
+        for (int i = 0; i < count; i++) {
+          dsts[i] = peerDst;
+          srcs[i] = local;
+          sizes[i] = bytes;
+        }
+        CUDA_OK(cudaEventRecord(e0, st));
+        CUDA_OK(cudaMemcpyBatchAsync(dsts, srcs, sizes, (size_t)count, &attr, &attrIdx, 1, st));
+        CUDA_OK(cudaEventRecord(e1, st));
+        CUDA_OK(cudaEventSynchronize(e1));
+        if (t >= 0) refBatch[t] = bench_elapsed_ms(e0, e1);
       }
       double sMs = bench_median(sdma, trials), rMs = bench_median(ref, trials);
+      double bMs = bench_median(refBatch, trials);
       bench_line l;
       bench_line_start(&l, "sdma", "sdma_put", (long long)bytes, size, trials);
       bench_line_str(&l, "burst", c == 0 ? "8" : "deep");
@@ -191,10 +213,12 @@ static void bench_put(const bench_sweep* sw, int trials, int warmup, int size, c
       bench_line_str(&l, "post_fence", g_postFence);
       bench_line_emit(&l, "GBps", (double)bytes * count / (sMs * 1e-3) / 1e9, NULL);
       bench_line_emit(&l, "GBps", (double)bytes * count / (rMs * 1e-3) / 1e9, "cudaMemcpyAsync");
+      bench_line_emit(&l, "GBps", (double)bytes * count / (bMs * 1e-3) / 1e9, "cudaMemcpyBatchAsync");
     }
   }
   free(sdma);
   free(ref);
+  free(refBatch);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
 }
