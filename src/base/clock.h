@@ -65,6 +65,7 @@ typedef struct {
   uint64_t idleSince; /* the last work, or where a stream still busy set it */
   uint64_t spinNs;    /* the current window */
   uint64_t maxSpinNs;
+  uint64_t busyNs;    /* the start of the window polled without system calls */
   uint64_t naps;      /* naps taken, for the progress profile */
   uint64_t napWakes;  /* work found right after a nap: pickups a nap made late */
   bool napped;        /* the last idle step was a nap */
@@ -80,10 +81,22 @@ static inline ccoResult_t cco_progress_spin_max(cco_errsink* err, uint64_t* ns) 
   return ccoSuccess;
 }
 
-static inline void cco_idle_init(cco_idle* s, uint64_t maxSpinNs, uint64_t now) {
+/* CCO_PROGRESS_BUSY_US in nanoseconds, for a thread serving a GPU (0 on
+ * the host platform, whose ranks share the CPUs with these threads). */
+static inline ccoResult_t cco_progress_busy(cco_errsink* err, bool gpu, uint64_t* ns) {
+  int64_t us = cco_env_int(CCO_ENV_ID_CCO_PROGRESS_BUSY_US);
+  if (us < 0 || us > 1000000)
+    return cco_error(err, ccoInvalidArgument, CCO_SUBSYS_PROXY, "CCO_PROGRESS_BUSY_US=%lld: must be 0..1000000",
+                     (long long)us);
+  *ns = gpu ? (uint64_t)us * 1000u : 0;
+  return ccoSuccess;
+}
+
+static inline void cco_idle_init(cco_idle* s, uint64_t maxSpinNs, uint64_t busyNs, uint64_t now) {
   s->idleSince = now;
   s->spinNs = CCO_IDLE_YIELD_NS;
   s->maxSpinNs = maxSpinNs;
+  s->busyNs = busyNs;
   s->naps = s->napWakes = 0;
   s->napped = false;
 }
@@ -107,16 +120,49 @@ static inline void cco_idle_work(cco_idle* s, uint64_t now) {
  * not work, but the thread stays awake for half a window more. */
 static inline void cco_idle_keep_awake(cco_idle* s, uint64_t now) { s->idleSince = now - s->spinNs / 2; }
 
-/* One idle step: yield inside the window, nap past it (20 us, longNapNs
- * after 10 ms of quiet). */
-static inline void cco_idle_step(cco_idle* s, uint64_t now, long longNapNs) {
+/* A pause in a polling loop: tells the core that this is a spin (the
+ * sibling hyperthread gets the pipeline, the loop exits it faster). */
+static inline void cco_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+typedef enum {
+  CCO_IDLE_POLL,  /* poll again at once: work comes soon */
+  CCO_IDLE_YIELD, /* let another thread run first */
+  CCO_IDLE_NAP,   /* sleep */
+} cco_idle_action;
+
+/* What the next idle step does: poll for the first busyNs after the last
+ * work, yield for the rest of the window, nap past it. The next work of a
+ * ping-pong comes a round trip later (about 12 us for an SDMA put and its
+ * signal), and a yield is a system call per poll: about a microsecond in a
+ * virtual machine, more in a sandbox, added to the pickup of that work. */
+static inline cco_idle_action cco_idle_next(const cco_idle* s, uint64_t now) {
   uint64_t idleNs = now - s->idleSince;
-  if (idleNs < s->spinNs) {
+  if (idleNs >= s->spinNs) return CCO_IDLE_NAP;
+  return idleNs < s->busyNs ? CCO_IDLE_POLL : CCO_IDLE_YIELD;
+}
+
+/* One idle step (cco_idle_next); a nap lasts 20 us, longNapNs after 10 ms
+ * of quiet. */
+static inline void cco_idle_step(cco_idle* s, uint64_t now, long longNapNs) {
+  switch (cco_idle_next(s, now)) {
+  case CCO_IDLE_POLL:
+    cco_cpu_relax();
+    s->napped = false;
+    return;
+  case CCO_IDLE_YIELD:
     sched_yield();
     s->napped = false;
     return;
+  case CCO_IDLE_NAP:
+    break;
   }
-  cco_idle_nap(idleNs, longNapNs);
+  cco_idle_nap(now - s->idleSince, longNapNs);
   s->naps++;
   s->napped = true;
 }

@@ -52,6 +52,10 @@
   X(CCO_SDMA_POST_FENCE, NULL, ENUM, "auto", SDMA, "auto,sys,gpu",                         \
     "scope of the fence that orders a kernel's data before its SDMA descriptor: auto (gpu " \
     "when every LSA peer is this GPU, else sys), sys, or gpu (docs/sdma.md)")              \
+  X(CCO_PROGRESS_BUSY_US, NULL, INT, "50", PROXY, NULL,                                    \
+    "how long (us) after its last work the SDMA engine and the GDA proxy of a GPU poll "   \
+    "without a system call before they start yielding (docs/sdma.md); 0 yields at once; "  \
+    "on the host platform they always yield")                                              \
   X(CCO_PROGRESS_SPIN_MAX_US, NULL, INT, "5000", PROXY, NULL,                              \
     "longest window (us) in which the SDMA engine and the GDA proxy yield instead of "     \
     "napping after their last work; the window follows the gaps between bursts up to "     \

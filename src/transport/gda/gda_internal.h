@@ -117,6 +117,7 @@ struct cco_gda_proxy {
   bool threadStarted;
   atomic_bool stop;
   uint64_t spinMaxNs;          /* CCO_PROGRESS_SPIN_MAX_US */
+  uint64_t busyNs;             /* CCO_PROGRESS_BUSY_US, 0 on the host platform */
   _Atomic uint64_t drainUntil; /* stop: the thread first completes what was posted, until then (ns) */
   pthread_mutex_t lock; /* states and windows, against the thread */
   cco_gda_state* states;

@@ -394,7 +394,7 @@ static void* proxy_main(void* arg) {
   cco_platform_background_thread_start(px->ctx->platform, CCO_SUBSYS_GDA, "GDA proxy", px->ctx->rank);
   uint64_t lastEngine = 0, busyPasses = 0;
   cco_idle idle;
-  cco_idle_init(&idle, px->spinMaxNs, cco_now_ns());
+  cco_idle_init(&idle, px->spinMaxNs, px->busyNs, cco_now_ns());
   bool engineBusy = true;
   bool failed = false;
   for (;;) {
@@ -452,6 +452,7 @@ static void* proxy_main(void* arg) {
 
 ccoResult_t cco_gda_proxy_start(cco_gda_proxy* px) {
   CCO_CHECK(cco_progress_spin_max(px->ctx->err, &px->spinMaxNs));
+  CCO_CHECK(cco_progress_busy(px->ctx->err, px->ctx->platform->kind == CCO_PLATFORM_CUDA, &px->busyNs));
   atomic_init(&px->stop, false);
   atomic_init(&px->drainUntil, 0);
   if (pthread_create(&px->thread, NULL, proxy_main, px) != 0)

@@ -66,6 +66,7 @@ struct cco_sdma_engine {
   ccoResult_t failure; /* found under `lock`, reported after it is dropped */
   bool lazyCompletion; /* CCO_SDMA_LAZY_COMPLETION */
   uint64_t spinMaxNs;  /* CCO_PROGRESS_SPIN_MAX_US */
+  uint64_t busyNs;     /* CCO_PROGRESS_BUSY_US, 0 on the host platform */
   atomic_bool stop;
   /* The profile, logged at INFO when the engine stops (docs/sdma.md). */
   struct {
@@ -269,7 +270,7 @@ static void* engine_main(void* arg) {
   cco_sdma_engine* e = arg;
   cco_platform_background_thread_start(e->t->ctx->platform, CCO_SUBSYS_SDMA, "SDMA engine", e->t->ctx->rank);
   cco_idle idle;
-  cco_idle_init(&idle, e->spinMaxNs, cco_now_ns());
+  cco_idle_init(&idle, e->spinMaxNs, e->busyNs, cco_now_ns());
   while (!atomic_load(&e->stop)) {
     int work = 0;
     bool napsNext = cco_idle_past_window(&idle, cco_now_ns()); /* if this scan finds nothing */
@@ -310,6 +311,8 @@ static ccoResult_t engine_get(cco_sdma_transport* t, cco_sdma_engine** out) {
       e->t = t;
       e->lazyCompletion = cco_env_bool(CCO_ENV_ID_CCO_SDMA_LAZY_COMPLETION);
       res = cco_progress_spin_max(t->ctx->err, &e->spinMaxNs);
+      if (res == ccoSuccess)
+        res = cco_progress_busy(t->ctx->err, t->ctx->platform->kind == CCO_PLATFORM_CUDA, &e->busyNs);
       pthread_mutex_init(&e->lock, NULL);
       atomic_init(&e->stop, false);
       cco_platform* p = t->ctx->platform;
