@@ -49,10 +49,10 @@
   X(CCO_SDMA_LAZY_COMPLETION, NULL, BOOL, "1", SDMA, NULL,                                  \
     "1 has the SDMA engine write a ring's completion count only when a kernel waits for "  \
     "it (ccoSdmaQuiet) or before it naps; 0 writes it after every pass")                   \
-  X(CCO_SDMA_POST_FENCE, NULL, ENUM, "auto", SDMA, "auto,sys,gpu",                         \
-    "scope of the fence that orders a kernel's data before its SDMA descriptor: auto (gpu " \
-    "when every LSA peer is this GPU, else sys), sys, or gpu (docs/sdma.md)")              \
-  X(CCO_PROGRESS_BUSY_US, NULL, INT, "50", PROXY, NULL,                                    \
+  X(CCO_SDMA_POST_FENCE, NULL, ENUM, "sys", SDMA, "auto,sys,gpu",                          \
+    "scope of the fence that orders a kernel's data before its SDMA descriptor: sys, auto " \
+    "(gpu when every LSA peer is this GPU, else sys), or gpu (docs/sdma.md)")              \
+  X(CCO_PROGRESS_BUSY_US, NULL, INT, "0", PROXY, NULL,                                     \
     "how long (us) after its last work the SDMA engine and the GDA proxy of a GPU poll "   \
     "without a system call before they start yielding (docs/sdma.md); 0 yields at once; "  \
     "on the host platform they always yield")                                              \

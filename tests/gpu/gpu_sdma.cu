@@ -1056,12 +1056,13 @@ int main(int argc, char** argv) {
     CHECK(dc.sdma != 0 && nq == 2, "default device communicator: sdma %#llx, sdmaQueueCount %u (0 means 2)",
           (unsigned long long)dc.sdma, nq);
     if (dc.sdma) {
-      // The posts' fence: GPU scope exactly when every LSA peer is this GPU,
-      // unless CCO_SDMA_POST_FENCE forces one; every test below runs with it.
+      // The posts' fence: system scope by default, GPU scope with "gpu", and
+      // with "auto" exactly when every LSA peer is this GPU; every test below
+      // runs with it.
       ccoSdmaDev sd;
       CUDA_OK(cudaMemcpy(&sd, (const void*)(uintptr_t)dc.sdma, sizeof(sd), cudaMemcpyDeviceToHost));
       const char* forced = getenv("CCO_SDMA_POST_FENCE");
-      uint32_t want = forced && !strcmp(forced, "gpu") ? 1u : forced && !strcmp(forced, "sys") ? 0u : dc.lsaScopeGpu;
+      uint32_t want = !forced || !strcmp(forced, "sys") ? 0u : !strcmp(forced, "gpu") ? 1u : dc.lsaScopeGpu;
       CHECK(sd.postFenceGpu == want, "post fence at %s scope, expected %s (CCO_SDMA_POST_FENCE=%s, lsaScopeGpu %u)",
             sd.postFenceGpu ? "GPU" : "system", want ? "GPU" : "system", forced ? forced : "(unset)", dc.lsaScopeGpu);
       if (g_rank == 0) printf("gpu_sdma: posts fenced at %s scope\n", sd.postFenceGpu ? "GPU" : "system");

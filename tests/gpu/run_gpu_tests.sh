@@ -2,7 +2,7 @@
 # GPU tests for the GPU machine (one H200): the platform smoke test, then the
 # window tests with 1 and 4 ranks, the LSA tests with 2, 4 and 8 ranks, the
 # collectives with 2, 4 and 8 ranks (and each all-reduce algorithm forced, and
-# across two virtual hosts), the SDMA tests with 2 and 4 ranks and the GDA tests with 2 and 4 ranks on two
+# across two virtual hosts), the SDMA tests with 2 and 4 ranks (also with the posts fenced at GPU scope) and the GDA tests with 2 and 4 ranks on two
 # virtual hosts under MPS, a rank killed while the others wait in device
 # barriers (the liveness monitor), then the examples, the Python package, the
 # collectives on torch tensors (eager and in CUDA graphs, each all-reduce
@@ -36,6 +36,10 @@ done
 for n in 2 4; do
   run "SDMA device API (invalid, every queue, zero bytes, signal after data, flood, gets, commit, quiet, 256 MiB, \
 host API, engine error), $n ranks under MPS" "$bin/ccorun" -t 300 -n "$n" "$bin/gpu_sdma"
+done
+for n in 2 4; do
+  run "SDMA device API with posts fenced at GPU scope (CCO_SDMA_POST_FENCE=auto: every LSA peer is this GPU), \
+$n ranks under MPS" "$bin/ccorun" -t 300 -n "$n" -x CCO_SDMA_POST_FENCE=auto "$bin/gpu_sdma"
 done
 run "SDMA off (CCO_ENABLE_SDMA=0), 2 ranks under MPS" "$bin/ccorun" -t 120 -n 2 "$bin/gpu_sdma" --no-sdma
 for n in 2 4; do

@@ -160,8 +160,10 @@ static ccoResult_t busy_for(const char* value, bool gpu, uint64_t* ns) {
 TEST(the_poll_phase_comes_from_the_environment_on_gpus_only) {
   uint64_t ns = 1;
   CHECK_EQ(busy_for(NULL, true, &ns), ccoSuccess);
+  CHECK_EQ(ns, 0ull); /* off by default */
+  CHECK_EQ(busy_for("50", true, &ns), ccoSuccess);
   CHECK_EQ(ns, 50 * US);
-  CHECK_EQ(busy_for(NULL, false, &ns), ccoSuccess);
+  CHECK_EQ(busy_for("50", false, &ns), ccoSuccess);
   CHECK_EQ(ns, 0ull); /* host platform: the ranks need the CPUs */
   CHECK_EQ(busy_for("7", true, &ns), ccoSuccess);
   CHECK_EQ(ns, 7 * US);
