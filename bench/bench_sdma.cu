@@ -19,7 +19,10 @@
 //    on one queue without signals and then waits for them; time per put.
 //    Next to the host's own issue rate of the same copies on one stream, the
 //    floor of any engine the host drives: cudaMemcpyAsync one at a time, and
-//    cudaMemcpyBatchAsync 16 at a time (about one engine pass).
+//    cudaMemcpyBatchAsync 16 at a time (about one engine pass), and 16 at a
+//    time over 4 streams (the copy engine's pace when one queue is the
+//    limit). Then op sdma_post: 240 puts, fewer than the ring's 256 slots,
+//    so that no post waits for credits: the kernel's own cost of a post.
 // 4. overlap (op sdma_overlap): a compute-bound kernel (FMA chains, one
 //    block per SM) alone, then while SDMA moves 1 GiB into the peer's
 //    window, then while an SM copy kernel (the LSA path) moves the same
@@ -263,17 +266,20 @@ static double host_issue_us(int count, int batch, int nSide, cudaStream_t* side,
   return bench_elapsed_ms(e0, e1) * 1e3 / count;
 }
 
-static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, void* local, void* peerDst,
-                        size_t dstOff, int* status, cudaStream_t st) {
-  const int trials = 5;
-  double ms[trials], postUs[trials], drainUs[trials];
-  int host = 0, bad = 0;
-  unsigned long long* times;
-  CUDA_OK(cudaMalloc(&times, 3 * sizeof(unsigned long long)));
-  cudaEvent_t e0, e1;
-  CUDA_OK(cudaEventCreate(&e0));
-  CUDA_OK(cudaEventCreate(&e1));
+// Medians over `trials` runs of issue_stream with `count` puts: the
+// interval per put (events), the kernel's posts per put and its wait after
+// the last post (its own clock); bad set when a status was not success.
+typedef struct {
+  double intervalUs, postUs, drainUs;
+  int bad;
+} issue_run;
+
+static issue_run run_issue(int count, int trials, ccoDevComm dc, ccoWindow_t win, size_t dstOff, int* status,
+                           cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, unsigned long long* times) {
+  double ms[8], postUs[8], drainUs[8];
+  issue_run r = {0, 0, 0, 0};
   for (int t = 0; t < trials; t++) {
+    int host = 0;
     CUDA_OK(cudaEventRecord(e0, st));
     issue_stream<<<1, 1, 0, st>>>(dc, win, 1, count, dstOff, status, times);
     CUDA_OK(cudaEventRecord(e1, st));
@@ -281,21 +287,48 @@ static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, voi
     CUDA_OK(cudaMemcpy(&host, status, sizeof(int), cudaMemcpyDeviceToHost));
     unsigned long long tk[3];
     CUDA_OK(cudaMemcpy(tk, times, sizeof(tk), cudaMemcpyDeviceToHost));
-    bad |= host;
+    r.bad |= host;
     ms[t] = bench_elapsed_ms(e0, e1);
     postUs[t] = (double)(tk[1] - tk[0]) * 1e-3 / count;
     drainUs[t] = (double)(tk[2] - tk[1]) * 1e-3;
   }
+  r.intervalUs = bench_median(ms, trials) * 1e3 / count;
+  r.postUs = bench_median(postUs, trials);
+  r.drainUs = bench_median(drainUs, trials);
+  return r;
+}
+
+static void bench_issue(int count, int size, ccoDevComm dc, ccoWindow_t win, void* local, void* peerDst,
+                        size_t dstOff, int* status, cudaStream_t st) {
+  const int trials = 5;
+  unsigned long long* times;
+  CUDA_OK(cudaMalloc(&times, 3 * sizeof(unsigned long long)));
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  issue_run r = run_issue(count, trials, dc, win, dstOff, status, st, e0, e1, times);
   bench_line l;
   bench_line_start(&l, "sdma", "sdma_issue_interval", 1024, size, count);
   bench_line_int(&l, "trials", trials);
-  bench_line_int(&l, "bad_status", bad);
-  // The kernel's own clock: its posts alone per put, and the wait after the
-  // last post for the copies still queued behind the engine.
-  bench_line_num(&l, "post_us_per_put", bench_median(postUs, trials));
-  bench_line_num(&l, "quiet_after_posts_us", bench_median(drainUs, trials));
+  bench_line_int(&l, "bad_status", r.bad);
+  // The kernel's own clock: its posts per put, and the wait after the last
+  // post for the operations still queued behind the engine. Past the ring's
+  // depth the posts wait for credits, so they run at the engine's pace.
+  bench_line_num(&l, "post_us_per_put", r.postUs);
+  bench_line_num(&l, "quiet_after_posts_us", r.drainUs);
   bench_line_str(&l, "post_fence", g_postFence);
-  bench_line_emit(&l, "us", bench_median(ms, trials) * 1e3 / count, NULL);
+  bench_line_emit(&l, "us", r.intervalUs, NULL);
+  // The kernel's own cost of a post: fewer puts than the ring holds, so no
+  // post waits for credits (op sdma_post, the posts per put).
+  const int within = CCO_SDMA_DEPTH - 16;
+  issue_run w = run_issue(within, trials, dc, win, dstOff, status, st, e0, e1, times);
+  bench_line_start(&l, "sdma", "sdma_post", 1024, size, within);
+  bench_line_int(&l, "trials", trials);
+  bench_line_int(&l, "bad_status", w.bad);
+  bench_line_num(&l, "quiet_after_posts_us", w.drainUs);
+  bench_line_num(&l, "interval_us", w.intervalUs);
+  bench_line_str(&l, "post_fence", g_postFence);
+  bench_line_emit(&l, "us", w.postUs, NULL);
   // The copy engine's own pace: the same batches spread over 4 streams.
   enum { kSide = 4 };
   cudaStream_t side[kSide];
