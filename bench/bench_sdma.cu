@@ -278,6 +278,7 @@ static issue_run run_issue(int count, int trials, ccoDevComm dc, ccoWindow_t win
                            cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, unsigned long long* times) {
   double ms[8], postUs[8], drainUs[8];
   issue_run r = {0, 0, 0, 0};
+  if (trials > 8) trials = 8;
   for (int t = 0; t < trials; t++) {
     int host = 0;
     CUDA_OK(cudaEventRecord(e0, st));
