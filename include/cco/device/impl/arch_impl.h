@@ -421,4 +421,27 @@ CCO_DEVICE_INLINE void cco_impl_spin_backoff(uint32_t spins) {
 #endif
 }
 
+/* A producer whose ring is full (an SDMA ring, a GDA context) waits for its
+ * ticket's slot: every step it reads the producers' shared copy of the
+ * consumer's head (device memory), every fourth the head itself (host
+ * memory, a bus round trip), which it then copies for the others, backing
+ * off in between. Producers reading host memory back to back keep the bus
+ * busy while the very transfers that free their slots cross it. Returns
+ * nonzero once *abortFlag (may be NULL) is set: the slot never frees then. */
+CCO_DEVICE_INLINE int cco_impl_wait_for_credit(uint64_t* cached, const uint64_t* head, uint64_t ticket,
+                                               uint64_t depth, const uint32_t* abortFlag) {
+  for (uint32_t spins = 0;; spins++) {
+    if (ticket - cco_impl_ld_acquire_u64(cached) < depth) return 0;
+    if ((spins & 3) == 0) {
+      uint64_t h = cco_impl_ld_acquire_u64(head);
+      if (ticket - h < depth) {
+        cco_impl_st_release_u64(cached, h);
+        return 0;
+      }
+    }
+    if ((spins & 63) == 63 && abortFlag && cco_impl_ld_relaxed_u32(abortFlag)) return 1;
+    cco_impl_spin_backoff(spins);
+  }
+}
+
 #endif /* CCO_DEVICE_IMPL_ARCH_IMPL_H_ */

@@ -40,27 +40,11 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_gda_ticket(const ccoGda* g, uint64_t* 
    * a copy in device memory and read the host word only when that copy
    * says the ring is full. */
   uint64_t* cached = (uint64_t*)(uintptr_t)(c->tail + CCO_GDA_CACHED_HEAD_OFFSET);
-  if (t - cco_impl_ld_acquire_u64(cached) >= depth) {
-    /* The ring is full. Waiters read the shared copy (device memory) on
-     * every step and the host word only every few steps, backing off in
-     * between: hundreds of threads polling host memory back to back slow
-     * the proxy's transfers that would free their slots. */
-    const uint64_t* head = (const uint64_t*)(uintptr_t)c->head;
-    for (uint32_t spins = 0;; spins++) {
-      if (t - cco_impl_ld_acquire_u64(cached) < depth) break;
-      if ((spins & 3) == 0) {
-        uint64_t h = cco_impl_ld_acquire_u64(head);
-        if (t - h < depth) {
-          cco_impl_st_release_u64(cached, h);
-          break;
-        }
-      }
-      /* Leaving leaves the ticket unwritten, which stalls the ring: only
-       * an aborted communicator (which never runs the ring again) may. */
-      if ((spins & 63) == 63 && cco_impl_gda_aborted(g)) return ccoDevAborted;
-      cco_impl_spin_backoff(spins);
-    }
-  }
+  /* Leaving leaves the ticket unwritten, which stalls the ring: only an
+   * aborted communicator (which never runs the ring again) may. */
+  if (t - cco_impl_ld_acquire_u64(cached) >= depth &&
+      cco_impl_wait_for_credit(cached, (const uint64_t*)(uintptr_t)c->head, t, depth, g->abortFlag))
+    return ccoDevAborted;
   *ticket = t;
   return ccoDevSuccess;
 }

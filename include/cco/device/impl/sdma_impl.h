@@ -51,25 +51,10 @@ CCO_DEVICE_INLINE ccoDevStatus_t cco_impl_sdma_post(const ccoDevComm* dc, int pe
   uint64_t* cached = (uint64_t*)(uintptr_t)(q->tail + CCO_SDMA_CACHED_HEAD_OFFSET);
   /* The fence below orders this read before the slot's stores. */
   if (ticket - cco_impl_ld_before_fence_scoped_u64(cached, 1) >= CCO_SDMA_DEPTH) {
-    /* The ring is full. As GDA's producers do: every step reads the shared
-     * copy (device memory), every fourth the host word, backing off in
-     * between. A producer reading host memory back to back keeps the bus
-     * busy with reads while the GPU fetches the engine's copy commands
-     * from host memory over the same bus, and those copies are what frees
-     * its slot. */
-    const uint64_t* head = (const uint64_t*)(uintptr_t)q->head;
-    for (uint32_t spins = 0;; spins++) {
-      if (ticket - cco_impl_ld_acquire_u64(cached) < CCO_SDMA_DEPTH) break;
-      if ((spins & 3) == 0) {
-        uint64_t h = cco_impl_ld_acquire_u64(head);
-        if (ticket - h < CCO_SDMA_DEPTH) {
-          cco_impl_st_release_u64(cached, h);
-          break;
-        }
-      }
-      if ((spins & 63) == 63 && ccoDevCommAborted(dc)) return ccoDevAborted;
-      cco_impl_spin_backoff(spins);
-    }
+    /* The ring is full: wait for the engine's credits (as GDA's producers do). */
+    if (cco_impl_wait_for_credit(cached, (const uint64_t*)(uintptr_t)q->head, ticket, CCO_SDMA_DEPTH,
+                                 (const uint32_t*)(uintptr_t)dc->abortFlag))
+      return ccoDevAborted;
   }
   ccoSdmaSlot* slot = &((ccoSdmaSlot*)(uintptr_t)q->slots)[ticket & (CCO_SDMA_DEPTH - 1)];
   /* The fence comes before the descriptor, so it waits only for the data
